@@ -8,3 +8,37 @@ pub struct ParseError {
     pub column: usize,
     pub message: String,
 }
+
+/// A JSON collection or fetch specification that cannot be used.
+///
+/// `path` names the offending part of the document, JSONPath-style
+/// (`$.operands[0].attributes.value`), so a user can find it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JsonError {
+    /// The text is not JSON, not even the relaxed form
+    /// (`{type:count}`). `line` and `column` are 1-based, in characters.
+    #[error("JSON syntax error at line {line}, column {column}: {message}")]
+    Syntax {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// A `type` that is not one of the known collection or fetch types.
+    #[error("unknown {what} type {found:?} at {path}; expected one of: {expected}")]
+    UnknownType {
+        /// "collection" or "fetch specification".
+        what: &'static str,
+        path: String,
+        found: String,
+        expected: &'static str,
+    },
+    /// A well-formed document with a missing, mistyped or invalid part.
+    #[error("invalid {what} at {path}: {message}")]
+    Invalid {
+        /// "collection" or "fetch specification".
+        what: &'static str,
+        path: String,
+        message: String,
+    },
+}
