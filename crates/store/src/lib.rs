@@ -1,1 +1,52 @@
-//! placeholder
+//! Spindle's media-library store, after XMMS2's S4.
+//!
+//! The store owns the *data*: entries identified by a parent id, each
+//! holding (key, value, source) properties, where a value is an integer
+//! or a string and one key may hold several values. Source preferences
+//! decide which values a query sees. Data lives in memory; durability is a
+//! data file plus an fsynced log of committed transactions; indexes are
+//! memory-only and rebuilt on open (S4's "midb" design). The query engine
+//! evaluates `spindle_query` collections over it.
+//!
+//! It is *not* a tag reader, a server or a CLI: those sit above it. It is
+//! synchronous; callers in async code run it on a blocking thread.
+//!
+//! ```
+//! use spindle_store::{Db, Op};
+//! use spindle_query::{parse, SourcePref};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let db = Db::open(dir.path()).unwrap();
+//! let id = db.reserve_id();
+//! db.commit(vec![
+//!     Op::CreateEntry(id),
+//!     Op::AddProp { entry: id, key: "artist".into(), source: "plugin/id3v2".into(), value: "Foo".into() },
+//! ]).unwrap();
+//! let lib = db.read();
+//! let coll = spindle_query::Coll::Universe;
+//! let ids = lib.query_ids(&coll, &SourcePref::default()).unwrap();
+//! assert_eq!(ids.ids, vec![id]);
+//! # let _ = parse;
+//! ```
+#![forbid(unsafe_code)]
+
+mod codec;
+mod db;
+mod engine;
+pub mod error;
+pub mod fold;
+mod index;
+mod intern;
+mod log;
+mod model;
+mod op;
+mod query;
+mod saved;
+mod snapshot;
+
+pub use db::{Db, OpenReport, Stats, DATA_FILE, LOCK_FILE, LOG_FILE};
+pub use engine::Ids;
+pub use error::{CommitError, CompactError, OpenError, QueryError};
+pub use model::{Library, ValueRef, PARENT_KEY};
+pub use op::Op;
+pub use spindle_query::Value;

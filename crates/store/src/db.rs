@@ -1,0 +1,362 @@
+//! The durable database: a data file, a log, a process lock, and the
+//! in-memory [`Library`] they describe.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock, RwLockReadGuard};
+
+use crate::error::{CommitError, CompactError, OpenError};
+use crate::log::{self, HeaderError, LogWriter};
+use crate::model::Library;
+use crate::op::Op;
+use crate::snapshot;
+
+pub const DATA_FILE: &str = "library.spdb";
+pub const LOG_FILE: &str = "library.splog";
+pub const LOCK_FILE: &str = "library.lock";
+
+/// What happened while opening.
+#[derive(Debug, Clone, Default)]
+pub struct OpenReport {
+    /// Transactions replayed from the log.
+    pub replayed: usize,
+    /// Things a user should hear about (a dropped log tail, say).
+    pub warnings: Vec<String>,
+    /// Time spent reading, replaying and indexing.
+    pub elapsed: std::time::Duration,
+}
+
+/// Sizes and counts for `db stats`.
+#[derive(Debug, Clone)]
+pub struct Stats {
+    pub entries: usize,
+    pub properties: usize,
+    pub sources: Vec<String>,
+    pub indexes: Vec<String>,
+    pub collections: usize,
+    pub data_file_bytes: u64,
+    pub log_bytes: u64,
+    pub heap_bytes: usize,
+    pub generation: u64,
+}
+
+/// A Spindle library database in a directory.
+///
+/// One process writes (it holds `library.lock`); any number of threads in
+/// it read concurrently. Other processes may open it read-only.
+pub struct Db {
+    dir: PathBuf,
+    lib: RwLock<Library>,
+    log: Option<LogWriter>,
+    generation: AtomicU64,
+    seq: Mutex<u64>,
+    next_id: AtomicU32,
+    poisoned: AtomicBool,
+    _lock: Option<File>,
+    report: OpenReport,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> OpenError + '_ {
+    move |source| OpenError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+impl Db {
+    /// Open (creating if needed) the database in `dir` for writing.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Db, OpenError> {
+        Self::open_inner(dir.as_ref(), false)
+    }
+
+    /// Open for reading only: no lock is taken, and the log is replayed
+    /// but never written. Works while another process writes.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Db, OpenError> {
+        Self::open_inner(dir.as_ref(), true)
+    }
+
+    fn open_inner(dir: &Path, read_only: bool) -> Result<Db, OpenError> {
+        let started = std::time::Instant::now();
+        let mut report = OpenReport::default();
+        if !read_only {
+            fs::create_dir_all(dir).map_err(io_err(dir))?;
+        }
+        let lock = if read_only {
+            None
+        } else {
+            Some(take_lock(&dir.join(LOCK_FILE))?)
+        };
+        let data_path = dir.join(DATA_FILE);
+        let log_path = dir.join(LOG_FILE);
+
+        let (mut lib, generation, indexes) = match log::read_file(&data_path).map_err(io_err(&data_path))? {
+            Some(bytes) => snapshot::read(&bytes).map_err(|e| match e {
+                snapshot::ReadError::Magic => OpenError::BadMagic {
+                    path: data_path.clone(),
+                    what: "data file",
+                },
+                snapshot::ReadError::Version(v) => OpenError::Version {
+                    path: data_path.clone(),
+                    found: v,
+                    supported: snapshot::DATA_VERSION,
+                },
+                snapshot::ReadError::Corrupt(detail) => OpenError::Corrupt {
+                    path: data_path.clone(),
+                    detail,
+                },
+            })?,
+            None => (Library::new(), 0, Vec::new()),
+        };
+        // Indexes first, so replayed ops maintain them incrementally.
+        snapshot::build_indexes(&mut lib, &indexes);
+
+        let mut seq = 0u64;
+        let mut good_len = None;
+        match log::read_file(&log_path).map_err(io_err(&log_path))? {
+            Some(bytes) => match log::read_log(&bytes) {
+                Ok(contents) if contents.generation == generation => {
+                    for (s, ops) in &contents.txns {
+                        for op in ops {
+                            lib.apply(op);
+                        }
+                        seq = *s;
+                    }
+                    report.replayed = contents.txns.len();
+                    if let Some(why) = &contents.dropped_tail {
+                        report.warnings.push(format!(
+                            "{}: dropped {} bytes of incomplete or corrupt log tail ({why}); the database is at its last good commit",
+                            log_path.display(),
+                            contents.file_len - contents.good_len
+                        ));
+                    }
+                    good_len = Some(contents.good_len);
+                }
+                Ok(contents) if contents.generation < generation => {
+                    // A compaction finished its data file but not the new
+                    // log: everything in this log is in the data file.
+                    report.warnings.push(format!(
+                        "{}: stale log of generation {} ignored (data file is generation {generation})",
+                        log_path.display(),
+                        contents.generation
+                    ));
+                }
+                Ok(contents) => {
+                    return Err(OpenError::Corrupt {
+                        path: log_path.clone(),
+                        detail: format!(
+                            "log generation {} is newer than the data file's {generation}; the data file is missing or old",
+                            contents.generation
+                        ),
+                    })
+                }
+                Err(HeaderError::Magic) => {
+                    return Err(OpenError::BadMagic {
+                        path: log_path.clone(),
+                        what: "log",
+                    })
+                }
+                Err(HeaderError::Version(v)) => {
+                    return Err(OpenError::Version {
+                        path: log_path.clone(),
+                        found: v,
+                        supported: log::LOG_VERSION,
+                    })
+                }
+                Err(HeaderError::Corrupt(detail)) if bytes.len() < log::LOG_HEADER_LEN as usize => {
+                    // A log whose header never made it to disk holds nothing.
+                    report.warnings.push(format!("{}: {detail}; recreated", log_path.display()));
+                }
+                Err(HeaderError::Corrupt(detail)) => {
+                    return Err(OpenError::Corrupt {
+                        path: log_path.clone(),
+                        detail,
+                    })
+                }
+            },
+            None => {}
+        }
+
+        let log = if read_only {
+            None
+        } else {
+            Some(match good_len {
+                Some(len) => LogWriter::open(&log_path, len).map_err(io_err(&log_path))?,
+                None => new_log(dir, generation).map_err(io_err(&log_path))?,
+            })
+        };
+        let next_id = lib.next_id();
+        report.elapsed = started.elapsed();
+        Ok(Db {
+            dir: dir.to_owned(),
+            lib: RwLock::new(lib),
+            log,
+            generation: AtomicU64::new(generation),
+            seq: Mutex::new(seq),
+            next_id: AtomicU32::new(next_id),
+            poisoned: AtomicBool::new(false),
+            _lock: lock,
+            report,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn open_report(&self) -> &OpenReport {
+        &self.report
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.log.is_none()
+    }
+
+    /// Read access to the library. Hold it briefly: writers wait for it.
+    pub fn read(&self) -> RwLockReadGuard<'_, Library> {
+        self.lib.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reserve a fresh entry id (for `Op::CreateEntry`).
+    pub fn reserve_id(&self) -> u32 {
+        self.next_id.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Apply `ops` atomically and durably: when this returns `Ok`, the
+    /// transaction is in the fsynced log. On `Err`, nothing was applied.
+    pub fn commit(&self, ops: Vec<Op>) -> Result<(), CommitError> {
+        let log = self.log.as_ref().ok_or(CommitError::ReadOnly)?;
+        if self.poisoned.load(Ordering::SeqCst) {
+            return Err(CommitError::Poisoned);
+        }
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let ticket = {
+            let mut lib = self.lib.write().unwrap_or_else(|p| p.into_inner());
+            lib.validate(&ops)?;
+            let mut seq = self.seq.lock().unwrap_or_else(|p| p.into_inner());
+            *seq += 1;
+            let record = log::encode_record(*seq, &ops);
+            let ticket = log.enqueue(&record).map_err(|e| {
+                self.poisoned.store(true, Ordering::SeqCst);
+                CommitError::Io(std::io::Error::other(e))
+            })?;
+            for op in &ops {
+                if let Op::CreateEntry(id) = op {
+                    self.next_id.fetch_max(id.saturating_add(1), Ordering::SeqCst);
+                }
+                lib.apply(op);
+            }
+            ticket
+        };
+        log.wait(ticket).map_err(|e| {
+            self.poisoned.store(true, Ordering::SeqCst);
+            CommitError::Io(e)
+        })
+    }
+
+    /// Rewrite the data file from memory (to `<file>.tmp`, then renamed)
+    /// and start an empty log. Readers keep going meanwhile.
+    pub fn compact(&self) -> Result<u64, CompactError> {
+        let log = self.log.as_ref().ok_or(CompactError::ReadOnly)?;
+        let data_path = self.dir.join(DATA_FILE);
+        let tmp = self.dir.join(format!("{DATA_FILE}.tmp"));
+        let err = |path: &Path| {
+            let path = path.to_owned();
+            move |source| CompactError::Io { path, source }
+        };
+        // Holding the read lock keeps writers out (they need the write
+        // lock to enqueue), so the log can be switched safely.
+        let lib = self.read();
+        log.flush().map_err(err(&self.dir.join(LOG_FILE)))?;
+        let generation = self.generation.load(Ordering::SeqCst) + 1;
+        let bytes = snapshot::write(&lib, generation, &tmp).map_err(err(&tmp))?;
+        fs::rename(&tmp, &data_path).map_err(err(&data_path))?;
+        sync_dir(&self.dir).map_err(err(&self.dir))?;
+        let fresh = new_log(&self.dir, generation).map_err(err(&self.dir.join(LOG_FILE)))?;
+        let inner = fresh.into_file();
+        log.replace(inner, log::LOG_HEADER_LEN);
+        self.generation.store(generation, Ordering::SeqCst);
+        drop(lib);
+        Ok(bytes)
+    }
+
+    pub fn stats(&self) -> Stats {
+        let lib = self.read();
+        let size = |name: &str| fs::metadata(self.dir.join(name)).map_or(0, |m| m.len());
+        Stats {
+            entries: lib.len(),
+            properties: lib.prop_count(),
+            sources: lib.source_names(),
+            indexes: lib.indexed_keys(),
+            collections: lib.collections().len(),
+            data_file_bytes: size(DATA_FILE),
+            log_bytes: size(LOG_FILE),
+            heap_bytes: lib.heap_bytes(),
+            generation: self.generation.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Flush the log (for a clean shutdown; commits are durable anyway).
+    pub fn close(self) -> std::io::Result<()> {
+        if let Some(log) = &self.log {
+            log.flush()?;
+        }
+        Ok(())
+    }
+}
+
+impl LogWriter {
+    fn into_file(self) -> File {
+        self.into_inner_file()
+    }
+}
+
+/// Create an empty log for `generation` (via a temporary name).
+fn new_log(dir: &Path, generation: u64) -> std::io::Result<LogWriter> {
+    let tmp = dir.join(format!("{LOG_FILE}.tmp"));
+    let path = dir.join(LOG_FILE);
+    let mut f = File::create(&tmp)?;
+    f.write_all(&log::header(generation))?;
+    f.sync_all()?;
+    fs::rename(&tmp, &path)?;
+    sync_dir(dir)?;
+    let mut f = OpenOptions::new().read(true).write(true).open(&path)?;
+    f.seek(SeekFrom::End(0))?;
+    Ok(LogWriter::from_file(f, log::LOG_HEADER_LEN))
+}
+
+fn take_lock(path: &Path) -> Result<File, OpenError> {
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(io_err(path))?;
+    match f.try_lock() {
+        Ok(()) => {
+            f.set_len(0).map_err(io_err(path))?;
+            f.seek(SeekFrom::Start(0)).map_err(io_err(path))?;
+            writeln!(f, "{}", std::process::id()).map_err(io_err(path))?;
+            f.flush().map_err(io_err(path))?;
+            Ok(f)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            let _ = f.read_to_string(&mut pid);
+            let pid = pid.trim();
+            Err(OpenError::Locked {
+                pid: if pid.is_empty() { "unknown".into() } else { pid.to_owned() },
+                path: path.to_owned(),
+            })
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(io_err(path)(e)),
+    }
+}

@@ -1,0 +1,84 @@
+//! The store's errors, one enum per kind of operation callers react to.
+
+use std::path::PathBuf;
+
+/// Bytes on disk that do not decode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FormatError(pub String);
+
+impl FormatError {
+    pub fn new(msg: impl Into<String>) -> Self {
+        FormatError(msg.into())
+    }
+}
+
+/// Opening a database failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    #[error("database is locked by PID {pid} ({path}); stop that process or open read-only")]
+    Locked { pid: String, path: PathBuf },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a Spindle {what} (bad magic)")]
+    BadMagic { path: PathBuf, what: &'static str },
+    #[error("{path}: format version {found} is not supported (this Spindle reads version {supported})")]
+    Version {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    #[error("{path}: corrupt data file: {detail}")]
+    Corrupt { path: PathBuf, detail: String },
+}
+
+/// A transaction that could not be committed. Nothing of it was applied.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommitError {
+    #[error("the database is open read-only")]
+    ReadOnly,
+    #[error("no entry with id {0}")]
+    NoSuchEntry(u32),
+    #[error("entry {0} already exists")]
+    EntryExists(u32),
+    #[error("the key '{0}' is reserved for the entry id")]
+    ReservedKey(String),
+    #[error("too many distinct sources (the limit is 65535)")]
+    TooManySources,
+    #[error("writing the log failed: {0}; the database refuses further writes until reopened")]
+    Io(#[from] std::io::Error),
+    #[error("an earlier write failed; reopen the database")]
+    Poisoned,
+}
+
+/// Compaction failed; the old data file and log are untouched.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompactError {
+    #[error("the database is open read-only")]
+    ReadOnly,
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A query that could not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    #[error("no saved collection named '{0}'")]
+    NoSuchCollection(String),
+    #[error("saved collection '{0}' refers to itself")]
+    RecursiveReference(String),
+    #[error("saved collection '{name}' is unreadable: {detail}")]
+    BadCollection { name: String, detail: String },
+}

@@ -1,0 +1,161 @@
+//! In-memory indexes of one key (built on open, never stored — as S4's
+//! midb). Each index answers, for the values of its key:
+//!
+//! * `ord`: natural-collation key → postings, for EQUALS (then verified),
+//!   ranges and literal-prefix globs;
+//! * `words`: case-folded whitespace-separated words of string values →
+//!   postings, for TOKEN filters (whole word or prefix);
+//! * `strs`: the distinct case-folded strings, so a MATCH like `*foo*`
+//!   globs over distinct values instead of over every entry.
+//!
+//! A posting is (entry id, source id): filters still apply the source
+//! preference, cheaply, to each candidate.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::fold::collation_key;
+use crate::intern::Interner;
+use crate::model::{Library, Prop, Val};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Posting {
+    pub entry: u32,
+    pub src: u16,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KeyIndex {
+    pub ord: BTreeMap<Box<[u8]>, Vec<Posting>>,
+    pub words: BTreeMap<Box<str>, Vec<Posting>>,
+    /// Distinct folded string ids → number of values folding to it.
+    pub strs: HashMap<u32, u32>,
+    /// Number of integer values (MATCH over ints cannot use `strs`).
+    pub ints: usize,
+    pub postings: usize,
+}
+
+fn val_key(strings: &Interner, v: Val) -> Box<[u8]> {
+    let value = match v {
+        Val::Int(i) => spindle_query::Value::Int(i),
+        Val::Str(s) => spindle_query::Value::Str(strings.resolve(s).to_owned()),
+    };
+    collation_key(&value).into_boxed_slice()
+}
+
+/// The distinct case-folded words of a value (an integer is one word).
+fn words_of(strings: &Interner, v: Val) -> Vec<String> {
+    match v {
+        Val::Int(i) => vec![i.to_string()],
+        Val::Str(s) => {
+            let mut out: Vec<String> = Vec::new();
+            for w in strings.resolve(strings.folded(s)).split_whitespace() {
+                if !out.iter().any(|o| o == w) {
+                    out.push(w.to_owned());
+                }
+            }
+            out
+        }
+    }
+}
+
+fn insert_posting(list: &mut Vec<Posting>, p: Posting) {
+    match list.last() {
+        Some(last) if *last < p => list.push(p),
+        None => list.push(p),
+        _ => {
+            if let Err(pos) = list.binary_search(&p) {
+                list.insert(pos, p);
+            }
+        }
+    }
+}
+
+fn remove_posting(list: &mut Vec<Posting>, p: Posting) {
+    if let Ok(pos) = list.binary_search(&p) {
+        list.remove(pos);
+    }
+}
+
+impl KeyIndex {
+    pub fn build(lib: &Library, key: u32) -> KeyIndex {
+        let mut idx = KeyIndex::default();
+        for (id, props) in lib.entries.iter().enumerate() {
+            let Some(props) = props else { continue };
+            for p in Library::key_props(props, key) {
+                idx.insert(&lib.strings, id as u32, *p);
+            }
+        }
+        idx
+    }
+
+    pub fn insert(&mut self, strings: &Interner, entry: u32, p: Prop) {
+        let posting = Posting { entry, src: p.src };
+        insert_posting(self.ord.entry(val_key(strings, p.val)).or_default(), posting);
+        match p.val {
+            Val::Int(_) => self.ints += 1,
+            Val::Str(s) => *self.strs.entry(strings.folded(s)).or_insert(0) += 1,
+        }
+        for w in words_of(strings, p.val) {
+            insert_posting(self.words.entry(w.into()).or_default(), posting);
+        }
+        self.postings += 1;
+    }
+
+    pub fn remove(&mut self, strings: &Interner, entry: u32, p: Prop) {
+        let posting = Posting { entry, src: p.src };
+        let key = val_key(strings, p.val);
+        if let Some(list) = self.ord.get_mut(&key) {
+            remove_posting(list, posting);
+            if list.is_empty() {
+                self.ord.remove(&key);
+            }
+        }
+        match p.val {
+            Val::Int(_) => self.ints = self.ints.saturating_sub(1),
+            Val::Str(s) => {
+                let f = strings.folded(s);
+                if let Some(n) = self.strs.get_mut(&f) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.strs.remove(&f);
+                    }
+                }
+            }
+        }
+        // Another value of the same entry and source may still hold the
+        // word; the library re-adds those postings (`repost`) afterwards.
+        for w in words_of(strings, p.val) {
+            if let Some(list) = self.words.get_mut(w.as_str()) {
+                remove_posting(list, posting);
+                if list.is_empty() {
+                    self.words.remove(w.as_str());
+                }
+            }
+        }
+        self.postings = self.postings.saturating_sub(1);
+    }
+
+    /// Re-add the postings (not the counts) of a value that is still
+    /// there after a sibling value with the same words or key was removed.
+    pub fn repost(&mut self, strings: &Interner, entry: u32, p: Prop) {
+        let posting = Posting { entry, src: p.src };
+        insert_posting(self.ord.entry(val_key(strings, p.val)).or_default(), posting);
+        for w in words_of(strings, p.val) {
+            insert_posting(self.words.entry(w.into()).or_default(), posting);
+        }
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        let ord: usize = self
+            .ord
+            .iter()
+            .map(|(k, v)| k.len() + 48 + v.capacity() * 8)
+            .sum();
+        let words: usize = self
+            .words
+            .iter()
+            .map(|(k, v)| k.len() + 48 + v.capacity() * 8)
+            .sum();
+        ord + words + self.strs.capacity() * 12
+    }
+}
