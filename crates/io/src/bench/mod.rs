@@ -1,0 +1,425 @@
+//! `iobench`: IOPS and latency against queue depth, per engine and mix,
+//! optionally beside fio in the same run.
+//!
+//! [`run`] takes a [`BenchConfig`] and returns a [`BenchReport`]; the
+//! [`report`] module turns that into a terminal table and advice, and
+//! [`chart`] into an SVG or PNG chart.
+
+pub mod chart;
+pub mod device;
+pub mod fio;
+pub mod hist;
+pub mod report;
+mod testfile;
+mod workload;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::engine::{EngineKind, UringPolicy};
+use crate::error::BenchError;
+
+/// The access pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    /// Random reads only.
+    RandRead,
+    /// Random reads and writes, `mix`% reads.
+    RandRw,
+}
+
+impl Rw {
+    pub fn name(self) -> &'static str {
+        match self {
+            Rw::RandRead => "randread",
+            Rw::RandRw => "randrw",
+        }
+    }
+
+    /// Parses `randread` or `randrw`.
+    pub fn parse(s: &str) -> Result<Rw, String> {
+        match s {
+            "randread" => Ok(Rw::RandRead),
+            "randrw" => Ok(Rw::RandRw),
+            _ => Err(format!(
+                "unknown pattern '{s}'; expected randread or randrw"
+            )),
+        }
+    }
+}
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// Create a test file in this directory, and remove it afterwards.
+    TempFileIn(PathBuf),
+    /// Read this existing file or block device, never writing to it.
+    ReadOnly(PathBuf),
+}
+
+/// The sweep's settings.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub target: Target,
+    /// Test-file size; for a read-only target, how much of it to use
+    /// (`None`: all of it, or 1 GiB for a new test file).
+    pub size: Option<u64>,
+    pub bs: usize,
+    pub depths: Vec<usize>,
+    pub engines: Vec<EngineKind>,
+    pub rws: Vec<Rw>,
+    /// Percentage of reads in `randrw`.
+    pub mix: u8,
+    pub runtime: Duration,
+    pub direct: bool,
+    pub rounds: usize,
+    /// Run fio at each point too.
+    pub fio: bool,
+    /// The fio program to run.
+    pub fio_program: PathBuf,
+    pub sqpoll_idle_ms: u32,
+    pub uring: UringPolicy,
+    /// Base seed of the random offsets.
+    pub seed: u64,
+}
+
+impl BenchConfig {
+    /// The defaults of `spindle iobench`: a 1 GiB test file in `dir`, 4 KiB
+    /// blocks, depths 1..128, all engines, randread and randrw 70/30, 5 s,
+    /// buffered, 3 rounds, no fio.
+    pub fn new(target: Target) -> BenchConfig {
+        BenchConfig {
+            target,
+            size: None,
+            bs: 4096,
+            depths: vec![1, 2, 4, 8, 16, 32, 64, 128],
+            engines: vec![
+                EngineKind::Psync,
+                EngineKind::Uring,
+                EngineKind::UringSqpoll,
+            ],
+            rws: vec![Rw::RandRead, Rw::RandRw],
+            mix: 70,
+            runtime: Duration::from_secs(5),
+            direct: false,
+            rounds: 3,
+            fio: false,
+            fio_program: PathBuf::from("fio"),
+            sqpoll_idle_ms: 2,
+            uring: UringPolicy::from_env(),
+            // A fixed seed, so two runs read the same offsets.
+            seed: 0x5EED_5B1D,
+        }
+    }
+
+    fn check(&self) -> Result<(), BenchError> {
+        let bad = |m: String| Err(BenchError::Config(m));
+        if self.bs == 0 || !self.bs.is_multiple_of(512) || self.bs > crate::MAX_BUF_SIZE {
+            return bad(format!(
+                "--bs must be a multiple of 512 bytes up to 64 MiB; got {}",
+                self.bs
+            ));
+        }
+        if self.direct && !self.bs.is_multiple_of(crate::sys::ALIGN) {
+            return bad(format!(
+                "O_DIRECT needs --bs aligned to {} bytes; got {}",
+                crate::sys::ALIGN,
+                self.bs
+            ));
+        }
+        if self.depths.is_empty() || self.depths.iter().any(|&d| d == 0 || d > 1024) {
+            return bad("--depths needs depths between 1 and 1024".into());
+        }
+        if self.engines.is_empty() || self.rws.is_empty() {
+            return bad("--engines and --rw need at least one value each".into());
+        }
+        if self.mix > 100 {
+            return bad(format!("--mix is a percentage of reads; got {}", self.mix));
+        }
+        if self.rounds == 0 {
+            return bad("--rounds must be at least 1".into());
+        }
+        if matches!(self.target, Target::ReadOnly(_)) && self.rws.contains(&Rw::RandRw) {
+            return bad(
+                "--device-readonly reads only: use --rw randread (randrw would write to it)".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// One round's figures of one point. Latencies are of reads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Measurement {
+    pub read_iops: f64,
+    pub write_iops: f64,
+    /// Bytes per second.
+    pub read_bw: f64,
+    pub write_bw: f64,
+    pub lat_mean_us: f64,
+    pub lat_p50_us: f64,
+    pub lat_p99_us: f64,
+    pub lat_p999_us: f64,
+    /// Process CPU time (user + system, all threads) per IO.
+    pub cpu_us_per_io: f64,
+    pub ios: u64,
+    pub seconds: f64,
+    /// Kernel entries per IO (Spindle only).
+    pub syscalls_per_io: f64,
+    /// SQPOLL wake-up calls (Spindle only).
+    pub sqpoll_wakeups: u64,
+}
+
+impl Measurement {
+    /// Read plus write IOPS.
+    pub fn iops(&self) -> f64 {
+        self.read_iops + self.write_iops
+    }
+}
+
+/// The rounds of a point: their field-wise median and spread.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub median: Measurement,
+    /// (max − min) / median of total IOPS, in percent.
+    pub spread_pct: f64,
+    pub rounds: Vec<Measurement>,
+}
+
+impl Summary {
+    pub fn of(rounds: Vec<Measurement>) -> Summary {
+        let med = |f: fn(&Measurement) -> f64| median(rounds.iter().map(f).collect());
+        let median_m = Measurement {
+            read_iops: med(|m| m.read_iops),
+            write_iops: med(|m| m.write_iops),
+            read_bw: med(|m| m.read_bw),
+            write_bw: med(|m| m.write_bw),
+            lat_mean_us: med(|m| m.lat_mean_us),
+            lat_p50_us: med(|m| m.lat_p50_us),
+            lat_p99_us: med(|m| m.lat_p99_us),
+            lat_p999_us: med(|m| m.lat_p999_us),
+            cpu_us_per_io: med(|m| m.cpu_us_per_io),
+            ios: med(|m| m.ios as f64) as u64,
+            seconds: med(|m| m.seconds),
+            syscalls_per_io: med(|m| m.syscalls_per_io),
+            sqpoll_wakeups: med(|m| m.sqpoll_wakeups as f64) as u64,
+        };
+        let iops: Vec<f64> = rounds.iter().map(Measurement::iops).collect();
+        let lo = iops.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = iops.iter().cloned().fold(0.0, f64::max);
+        let mid = median_m.iops();
+        let spread_pct = if mid > 0.0 {
+            (hi - lo) / mid * 100.0
+        } else {
+            0.0
+        };
+        Summary {
+            median: median_m,
+            spread_pct,
+            rounds,
+        }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// One point of the sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    pub rw: Rw,
+    pub engine: EngineKind,
+    pub depth: usize,
+    pub spindle: Summary,
+    pub fio: Option<Summary>,
+    /// Spindle's median IOPS over fio's.
+    pub ratio: Option<f64>,
+}
+
+/// Everything a sweep measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub target: String,
+    pub readonly: bool,
+    pub size: u64,
+    pub bs: usize,
+    pub direct: bool,
+    pub mix: u8,
+    pub runtime_s: f64,
+    pub rounds: usize,
+    pub cpus: usize,
+    pub kernel: String,
+    pub fio_version: Option<String>,
+    pub device: Option<device::DeviceInfo>,
+    /// Engines that were asked for but could not run, and why.
+    pub skipped: Vec<String>,
+    pub points: Vec<Point>,
+}
+
+/// Progress of a sweep, for a caller that prints it.
+#[derive(Debug, Clone)]
+pub enum Progress<'a> {
+    /// A message (test file created, engine skipped, …).
+    Note(String),
+    /// A measurement finished.
+    Measured {
+        rw: Rw,
+        engine: EngineKind,
+        depth: usize,
+        round: usize,
+        by: &'a str,
+        m: &'a Measurement,
+    },
+}
+
+/// Runs the sweep. Creates (and always removes) the test file, or reads the
+/// read-only target.
+pub fn run(
+    cfg: &BenchConfig,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<BenchReport, BenchError> {
+    cfg.check()?;
+    let fio_version = if cfg.fio {
+        Some(fio::version(&cfg.fio_program)?)
+    } else {
+        None
+    };
+    let file = testfile::prepare(cfg, progress)?;
+    let size = file.size();
+    let blocks = size / cfg.bs as u64;
+    let device = device::DeviceInfo::for_path(file.path());
+    let mut skipped = Vec::new();
+    let mut engines = Vec::new();
+    for &e in &cfg.engines {
+        match probe(cfg, e) {
+            Ok(()) => engines.push(e),
+            Err(why) => {
+                progress(Progress::Note(format!("skipping {e}: {why}")));
+                skipped.push(format!("{e}: {why}"));
+            }
+        }
+    }
+    let mut points = Vec::new();
+    for &rw in &cfg.rws {
+        for &engine in &engines {
+            for &depth in &cfg.depths {
+                let spec = workload::PointSpec {
+                    path: file.path(),
+                    readonly: file.readonly(),
+                    direct: cfg.direct,
+                    engine,
+                    depth,
+                    rw,
+                    mix: cfg.mix,
+                    bs: cfg.bs,
+                    blocks,
+                    runtime: cfg.runtime,
+                    seed: cfg.seed ^ depth as u64,
+                    sqpoll_idle_ms: cfg.sqpoll_idle_ms,
+                    uring: cfg.uring.clone(),
+                };
+                let job = fio::FioJob {
+                    program: &cfg.fio_program,
+                    path: file.path(),
+                    size,
+                    bs: cfg.bs,
+                    rw,
+                    mix: cfg.mix,
+                    depth,
+                    engine,
+                    direct: cfg.direct,
+                    runtime: cfg.runtime,
+                    readonly: file.readonly(),
+                };
+                let mut ours = Vec::new();
+                let mut theirs = Vec::new();
+                for round in 0..cfg.rounds {
+                    // Alternate who goes first, so neither always runs on a
+                    // disk the other just warmed or left busy.
+                    let fio_first = cfg.fio && round % 2 == 1;
+                    if fio_first {
+                        theirs.push(fio::run(&job)?);
+                    }
+                    let m = workload::run_point(&spec)?;
+                    progress(Progress::Measured {
+                        rw,
+                        engine,
+                        depth,
+                        round,
+                        by: "spindle",
+                        m: &m,
+                    });
+                    ours.push(m);
+                    if cfg.fio && !fio_first {
+                        theirs.push(fio::run(&job)?);
+                    }
+                    if let Some(m) = theirs.last().filter(|_| cfg.fio) {
+                        progress(Progress::Measured {
+                            rw,
+                            engine,
+                            depth,
+                            round,
+                            by: "fio",
+                            m,
+                        });
+                    }
+                }
+                let spindle = Summary::of(ours);
+                let fio = cfg.fio.then(|| Summary::of(theirs));
+                let ratio = fio
+                    .as_ref()
+                    .filter(|f| f.median.iops() > 0.0)
+                    .map(|f| spindle.median.iops() / f.median.iops());
+                points.push(Point {
+                    rw,
+                    engine,
+                    depth,
+                    spindle,
+                    fio,
+                    ratio,
+                });
+            }
+        }
+    }
+    let report = BenchReport {
+        target: file.describe(),
+        readonly: file.readonly(),
+        size,
+        bs: cfg.bs,
+        direct: cfg.direct,
+        mix: cfg.mix,
+        runtime_s: cfg.runtime.as_secs_f64(),
+        rounds: cfg.rounds,
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        fio_version,
+        device,
+        skipped,
+        points,
+    };
+    file.finish(progress)?;
+    Ok(report)
+}
+
+/// Whether `engine` can be set up here.
+fn probe(cfg: &BenchConfig, engine: EngineKind) -> Result<(), String> {
+    let mut c = crate::EngineConfig::new(engine, 1);
+    c.uring = cfg.uring.clone();
+    c.sqpoll_idle_ms = cfg.sqpoll_idle_ms;
+    crate::engine::open(&c).map(drop).map_err(|e| e.to_string())
+}

@@ -1,0 +1,150 @@
+//! **The only module of this crate with `unsafe` code.**
+//!
+//! Everything outside `sys` is `#![deny(unsafe_code)]`. What lives here is
+//! the minimum that cannot be written safely, each wrapped in a safe type
+//! whose invariants this module alone upholds:
+//!
+//! - [`AlignedBuf`]: a zeroed heap buffer aligned to [`ALIGN`] bytes, as
+//!   `O_DIRECT` demands (a `Vec<u8>` is only 1-byte aligned).
+//! - [`ring::SlotRing`]: an io_uring with one registered buffer per slot. It
+//!   owns both the ring and the buffers and tracks which slots the kernel is
+//!   writing into, so no Rust reference to a buffer can exist while the
+//!   kernel owns it, and no buffer is freed while a request is in flight.
+//! - [`cpu_time`], which calls `getrusage(RUSAGE_SELF)`.
+#![allow(unsafe_code)]
+
+pub(crate) mod ring;
+
+use std::alloc::{self, Layout};
+use std::ptr::NonNull;
+use std::time::Duration;
+
+/// The alignment of every buffer: the largest logical block size Linux uses
+/// for `O_DIRECT` (4096 bytes), and the page size on x86-64 and arm64.
+pub const ALIGN: usize = 4096;
+
+/// A zero-initialised heap buffer whose address is a multiple of [`ALIGN`].
+pub struct AlignedBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+    layout: Layout,
+}
+
+impl AlignedBuf {
+    /// A buffer of `len` bytes (at least one byte of memory is allocated).
+    ///
+    /// # Panics
+    /// If `len` rounded up to [`ALIGN`] overflows `isize`, which no caller
+    /// reaches: buffer sizes are checked against [`crate::MAX_BUF_SIZE`].
+    pub fn new(len: usize) -> AlignedBuf {
+        let cap = len.max(1).next_multiple_of(ALIGN);
+        let layout = Layout::from_size_align(cap, ALIGN).expect("buffer size fits in isize");
+        // SAFETY: `layout` has a non-zero size (cap >= ALIGN) and a valid
+        // power-of-two alignment, as `alloc_zeroed` requires.
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        AlignedBuf { ptr, len, layout }
+    }
+
+    /// The buffer's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes, shared.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` points to an allocation of `layout.size() >= len`
+        // bytes that we own, all initialised (alloc_zeroed); the returned
+        // borrow is tied to `&self`, so no `&mut` to it can exist meanwhile.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The bytes, exclusively.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The start address, for handing to the kernel.
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `alloc_zeroed(self.layout)` and is freed
+        // exactly once, here.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+// SAFETY: an AlignedBuf owns its allocation exclusively (like a Box<[u8]>);
+// moving it to another thread moves that ownership, and shared access only
+// hands out `&[u8]`, which is Sync.
+unsafe impl Send for AlignedBuf {}
+// SAFETY: see above; `&AlignedBuf` only gives `&[u8]`.
+unsafe impl Sync for AlignedBuf {}
+
+impl std::fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AlignedBuf")
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+/// User plus system CPU time of the whole process so far, all threads
+/// included (also io_uring's SQPOLL thread, which the kernel creates inside
+/// the process's thread group).
+pub fn cpu_time() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a `struct rusage` into the pointer we pass,
+    // which points to writable memory of exactly that type.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    if rc != 0 {
+        // RUSAGE_SELF with a valid pointer cannot fail; report zero if it did.
+        return Duration::ZERO;
+    }
+    // SAFETY: getrusage returned 0, so it filled the struct (and it was
+    // zero-initialised before, so every byte is initialised either way).
+    let usage = unsafe { usage.assume_init() };
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_buf_is_aligned_zeroed_and_writable() {
+        for len in [1, 512, 4096, 4097, 65536] {
+            let mut buf = AlignedBuf::new(len);
+            assert_eq!(buf.as_slice().as_ptr() as usize % ALIGN, 0);
+            assert_eq!(buf.len(), len);
+            assert!(buf.as_slice().iter().all(|&b| b == 0));
+            buf.as_mut_slice().fill(0xA5);
+            assert!(buf.as_slice().iter().all(|&b| b == 0xA5));
+        }
+    }
+
+    #[test]
+    fn cpu_time_grows_with_work() {
+        let before = cpu_time();
+        let mut x = 0u64;
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_millis(30) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        assert!(cpu_time() > before);
+    }
+}

@@ -1,0 +1,295 @@
+//! An io_uring whose buffers are owned by the ring wrapper, one per slot.
+//!
+//! The invariant this type keeps, and that makes its safe methods sound: a
+//! slot's buffer is *in flight* from the moment its request is pushed until
+//! its completion is reaped. While in flight, [`SlotRing::buf`] and
+//! [`SlotRing::buf_mut`] return `None` (the kernel may be writing into it),
+//! and `Drop` waits for every in-flight request before the buffers are freed.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use io_uring::{opcode, types, IoUring};
+
+use super::AlignedBuf;
+
+/// SQPOLL settings: how long the kernel thread spins without work before it
+/// sleeps and sets NEED_WAKEUP, and an optional CPU to pin it to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SqpollSetup {
+    pub idle_ms: u32,
+    pub cpu: Option<u32>,
+}
+
+/// Read or write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RingOp {
+    Read,
+    Write,
+}
+
+/// Why a push was refused.
+#[derive(Debug)]
+pub(crate) enum PushError {
+    /// The slot number is out of range.
+    NoSuchSlot,
+    /// The slot's buffer is already in flight.
+    SlotBusy,
+    /// The request is longer than the slot's buffer.
+    TooLong,
+    /// Flushing a full submission queue failed.
+    Io(io::Error),
+}
+
+/// Counters of the calls into the kernel.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct RingCounters {
+    /// `io_uring_enter` calls made.
+    pub enters: u64,
+    /// Of those, the ones made only because the SQPOLL thread had gone to
+    /// sleep (NEED_WAKEUP was set).
+    pub wakeups: u64,
+}
+
+pub(crate) struct SlotRing {
+    // Field order matters for drop: the ring (and with it the kernel's
+    // registration of the buffers) goes before the buffers.
+    ring: IoUring,
+    bufs: Vec<AlignedBuf>,
+    in_flight: Vec<bool>,
+    n_in_flight: usize,
+    unsubmitted: usize,
+    sqpoll: bool,
+    counters: RingCounters,
+}
+
+impl SlotRing {
+    /// A ring with `slots` registered buffers of `buf_size` bytes and a
+    /// sparse table of `files` registered files.
+    pub fn new(
+        slots: usize,
+        buf_size: usize,
+        files: u32,
+        sqpoll: Option<SqpollSetup>,
+    ) -> io::Result<SlotRing> {
+        let entries = slots.max(1).next_power_of_two() as u32;
+        let build = |coop: bool| {
+            let mut b = IoUring::builder();
+            b.setup_cqsize(entries * 2);
+            match sqpoll {
+                Some(s) => {
+                    b.setup_sqpoll(s.idle_ms);
+                    if let Some(cpu) = s.cpu {
+                        b.setup_sqpoll_cpu(cpu);
+                    }
+                }
+                // Cooperative task running: the kernel does not interrupt
+                // the app to post completions; they are run when we enter.
+                None if coop => {
+                    b.setup_coop_taskrun();
+                }
+                None => {}
+            }
+            b.build(entries)
+        };
+        // COOP_TASKRUN needs Linux 5.19; older kernels say EINVAL.
+        let ring = match build(true) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && sqpoll.is_none() => build(false)?,
+            other => other?,
+        };
+        let mut bufs: Vec<AlignedBuf> = (0..slots).map(|_| AlignedBuf::new(buf_size)).collect();
+        let iovecs: Vec<libc::iovec> = bufs
+            .iter_mut()
+            .map(|b| libc::iovec {
+                iov_base: b.as_mut_ptr().cast(),
+                iov_len: b.len(),
+            })
+            .collect();
+        // SAFETY: each iovec describes the whole of one AlignedBuf in `bufs`.
+        // Those heap allocations never move and are owned by the SlotRing we
+        // return, which drops the ring (ending the registration) before the
+        // buffers, and first waits for every request that uses them.
+        unsafe { ring.submitter().register_buffers(&iovecs)? };
+        ring.submitter().register_files_sparse(files)?;
+        Ok(SlotRing {
+            ring,
+            in_flight: vec![false; slots],
+            bufs,
+            n_in_flight: 0,
+            unsubmitted: 0,
+            sqpoll: sqpoll.is_some(),
+            counters: RingCounters::default(),
+        })
+    }
+
+    /// Puts `fd` in the registered-file table at `index` (-1 empties it).
+    pub fn set_file(&mut self, index: u32, fd: RawFd) -> io::Result<()> {
+        self.ring.submitter().register_files_update(index, &[fd])?;
+        Ok(())
+    }
+
+    pub fn counters(&self) -> RingCounters {
+        self.counters
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.n_in_flight
+    }
+
+    /// The slot's buffer, or `None` while the kernel owns it.
+    pub fn buf(&self, slot: usize) -> Option<&[u8]> {
+        match self.in_flight.get(slot) {
+            Some(false) => Some(self.bufs[slot].as_slice()),
+            _ => None,
+        }
+    }
+
+    /// The slot's buffer, or `None` while the kernel owns it.
+    pub fn buf_mut(&mut self, slot: usize) -> Option<&mut [u8]> {
+        match self.in_flight.get(slot) {
+            Some(false) => Some(self.bufs[slot].as_mut_slice()),
+            _ => None,
+        }
+    }
+
+    /// Queues a read into (or write from) the first `len` bytes of the slot's
+    /// buffer, at `offset` of the registered file `file`. The request reaches
+    /// the kernel at the next [`Self::submit`] or [`Self::wait`], or, with
+    /// SQPOLL, as soon as the kernel thread looks.
+    pub fn push(
+        &mut self,
+        op: RingOp,
+        slot: usize,
+        file: u32,
+        offset: u64,
+        len: usize,
+    ) -> Result<(), PushError> {
+        match self.in_flight.get(slot) {
+            None => return Err(PushError::NoSuchSlot),
+            Some(true) => return Err(PushError::SlotBusy),
+            Some(false) => {}
+        }
+        if len > self.bufs[slot].len() || slot > u16::MAX as usize {
+            return Err(PushError::TooLong);
+        }
+        let ptr = self.bufs[slot].as_mut_ptr();
+        let entry = match op {
+            RingOp::Read => {
+                opcode::ReadFixed::new(types::Fixed(file), ptr, len as u32, slot as u16)
+                    .offset(offset)
+                    .build()
+            }
+            RingOp::Write => {
+                opcode::WriteFixed::new(types::Fixed(file), ptr, len as u32, slot as u16)
+                    .offset(offset)
+                    .build()
+            }
+        }
+        .user_data(slot as u64);
+        loop {
+            // SAFETY: the entry points at `len <= buffer length` bytes of
+            // bufs[slot], registered under index `slot`. We mark the slot in
+            // flight right below, so from here until its completion is reaped
+            // no reference to that buffer is handed out and Drop waits for the
+            // request before freeing it. A bad file index fails the request
+            // with EBADF; it cannot touch memory.
+            let pushed = unsafe { self.ring.submission().push(&entry) };
+            match pushed {
+                Ok(()) => break,
+                // The submission queue is full: hand it to the kernel first.
+                Err(_) => self.flush().map_err(PushError::Io)?,
+            }
+        }
+        self.in_flight[slot] = true;
+        self.n_in_flight += 1;
+        self.unsubmitted += 1;
+        if self.sqpoll {
+            self.flush().map_err(PushError::Io)?;
+        }
+        Ok(())
+    }
+
+    /// Hands queued requests to the kernel. With SQPOLL this is a system
+    /// call only when the kernel thread has gone to sleep (NEED_WAKEUP): the
+    /// doorbell is rung only when the other side says it must be.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if self.unsubmitted == 0 {
+            return Ok(());
+        }
+        if self.sqpoll {
+            if self.ring.submission().need_wakeup() {
+                self.counters.wakeups += 1;
+                self.counters.enters += 1;
+                retry_eintr(|| self.ring.submitter().submit())?;
+            }
+        } else {
+            self.counters.enters += 1;
+            retry_eintr(|| self.ring.submitter().submit())?;
+        }
+        self.unsubmitted = 0;
+        Ok(())
+    }
+
+    /// Submits what is queued and blocks (in the kernel, not spinning) until
+    /// at least `min` completions are ready to reap, or fewer if fewer are in
+    /// flight.
+    pub fn wait(&mut self, min: usize) -> io::Result<()> {
+        let min = min.min(self.n_in_flight);
+        let ready = self.ring.completion().len();
+        if ready >= min {
+            return self.flush();
+        }
+        let want = min - ready;
+        if self.sqpoll && self.ring.submission().need_wakeup() {
+            self.counters.wakeups += 1;
+        }
+        self.counters.enters += 1;
+        match retry_eintr(|| self.ring.submitter().submit_and_wait(want)) {
+            Ok(_) => {}
+            // EBUSY: the completion queue is full; the caller reaps and waits
+            // again.
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+            Err(e) => return Err(e),
+        }
+        self.unsubmitted = 0;
+        Ok(())
+    }
+
+    /// Takes every ready completion, marking its slot idle, and calls
+    /// `f(slot, result)` for each (`result` is bytes done or `-errno`).
+    pub fn reap(&mut self, mut f: impl FnMut(usize, i32)) {
+        for cqe in self.ring.completion() {
+            let slot = cqe.user_data() as usize;
+            if let Some(flag) = self.in_flight.get_mut(slot) {
+                if *flag {
+                    *flag = false;
+                    self.n_in_flight -= 1;
+                }
+            }
+            f(slot, cqe.result());
+        }
+    }
+}
+
+impl Drop for SlotRing {
+    fn drop(&mut self) {
+        while self.n_in_flight > 0 {
+            if let Err(_e) = self.wait(1) {
+                // We cannot prove the kernel is done with the buffers, so we
+                // leak them rather than free memory it may still write.
+                std::mem::forget(std::mem::take(&mut self.bufs));
+                return;
+            }
+            self.reap(|_, _| {});
+        }
+    }
+}
+
+fn retry_eintr<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    loop {
+        match f() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}

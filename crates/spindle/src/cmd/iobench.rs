@@ -1,0 +1,186 @@
+//! `spindle iobench`: IOPS and latency against queue depth, per IO engine,
+//! optionally beside fio. The sweep lives in `spindle_io::bench`; this file
+//! only turns the command line into a `BenchConfig` and prints the results.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use spindle_io::bench::{self, BenchConfig, Progress, Rw, Target};
+use spindle_io::{units, EngineKind, UringPolicy};
+
+/// Arguments of `spindle iobench`.
+#[derive(Debug, clap::Args)]
+pub struct IobenchArgs {
+    /// Directory to create the test file in (default: the current
+    /// directory); with --device-readonly, the file or block device to read.
+    pub path: Option<PathBuf>,
+    /// Test-file size (with --device-readonly: how much of the target to
+    /// use, default all of it).
+    #[arg(long, value_parser = parse_size, value_name = "SIZE", help = "Test-file size, e.g. 64M, 1G [default: 1G]")]
+    pub size: Option<u64>,
+    /// Queue depths to measure.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64,128")]
+    pub depths: Vec<usize>,
+    /// Engines: psync (depth N = N threads), uring, uring-sqpoll.
+    #[arg(long, value_delimiter = ',', value_parser = EngineKind::parse, default_value = "psync,uring,uring-sqpoll")]
+    pub engines: Vec<EngineKind>,
+    /// Access patterns: randread, randrw.
+    #[arg(long, value_delimiter = ',', value_parser = Rw::parse, default_value = "randread,randrw")]
+    pub rw: Vec<Rw>,
+    /// Percentage of reads in randrw.
+    #[arg(long, default_value_t = 70, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub mix: u8,
+    /// Block size.
+    #[arg(long, default_value = "4k", value_parser = parse_size)]
+    pub bs: u64,
+    /// Time per point and round.
+    #[arg(long, default_value = "5s", value_parser = units::parse_duration)]
+    pub runtime: Duration,
+    /// Bypass the page cache (O_DIRECT).
+    #[arg(long)]
+    pub direct: bool,
+    /// Rounds per point; the table shows the median and the spread.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Also run fio at every point and print Spindle/fio ratios.
+    #[arg(long)]
+    pub fio: bool,
+    /// The fio program.
+    #[arg(long, default_value = "fio", value_name = "PROGRAM")]
+    pub fio_bin: PathBuf,
+    /// Print the results as JSON (to FILE, or to stdout instead of the table).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
+    /// Write the chart as SVG to FILE and as PNG next to it.
+    #[arg(long, value_name = "FILE.svg")]
+    pub chart: Option<PathBuf>,
+    /// Read PATH (an existing file or block device) without writing to it.
+    #[arg(long)]
+    pub device_readonly: bool,
+    /// Never use io_uring (as SPINDLE_IO_URING=0 does); its engines are skipped.
+    #[arg(long)]
+    pub no_uring: bool,
+    /// Milliseconds the SQPOLL kernel thread polls an idle ring before it sleeps.
+    #[arg(long, default_value_t = 2, value_name = "MS")]
+    pub sqpoll_idle: u32,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    units::parse_size(s)
+}
+
+/// Turns the arguments into the library's config.
+fn config(args: &IobenchArgs) -> anyhow::Result<BenchConfig> {
+    let target = match (&args.path, args.device_readonly) {
+        (Some(p), true) => Target::ReadOnly(p.clone()),
+        (None, true) => anyhow::bail!("--device-readonly needs a PATH: the file or device to read"),
+        (Some(p), false) => Target::TempFileIn(p.clone()),
+        (None, false) => Target::TempFileIn(PathBuf::from(".")),
+    };
+    let mut cfg = BenchConfig::new(target);
+    cfg.size = args.size;
+    cfg.bs = usize::try_from(args.bs).context("--bs is too large")?;
+    cfg.depths = args.depths.clone();
+    cfg.engines = dedup(&args.engines);
+    cfg.rws = dedup(&args.rw);
+    cfg.mix = args.mix;
+    cfg.runtime = args.runtime;
+    cfg.direct = args.direct;
+    cfg.rounds = args.rounds;
+    cfg.fio = args.fio;
+    cfg.fio_program = args.fio_bin.clone();
+    cfg.sqpoll_idle_ms = args.sqpoll_idle;
+    if args.no_uring {
+        cfg.uring = UringPolicy::Deny("--no-uring".into());
+    }
+    Ok(cfg)
+}
+
+fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
+    let mut out = Vec::new();
+    for &x in v {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
+pub fn run(args: &IobenchArgs) -> anyhow::Result<()> {
+    let cfg = config(args)?;
+    let json_stdout = args.json.as_deref() == Some(Path::new("-"));
+    let mut progress = |p: Progress<'_>| match p {
+        Progress::Note(msg) => eprintln!("iobench: {msg}"),
+        Progress::Measured {
+            rw,
+            engine,
+            depth,
+            round,
+            by,
+            m,
+        } => eprintln!(
+            "iobench: {:<8} {:<12} depth {:>3} round {} {:<7} {:>9.0} IOPS  p99 {:>8.1} us",
+            rw.name(),
+            engine.name(),
+            depth,
+            round + 1,
+            by,
+            m.iops(),
+            m.lat_p99_us
+        ),
+    };
+    let report = bench::run(&cfg, &mut progress)?;
+
+    let text = format!(
+        "{}\n{}\n\n{}",
+        bench::report::table(&report),
+        bench::report::legend(&report),
+        bench::report::advice(&report)
+    );
+    if json_stdout {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&report).context("serialising the report")?;
+        if json_stdout {
+            println!("{json}");
+        } else {
+            std::fs::write(path, json + "\n")
+                .with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("iobench: wrote {}", path.display());
+        }
+    }
+    if let Some(chart) = &args.chart {
+        let (svg_path, png_path) = chart_paths(chart);
+        std::fs::write(&svg_path, bench::chart::svg(&report))
+            .with_context(|| format!("writing the chart {}", svg_path.display()))?;
+        let png = bench::chart::png(&report)
+            .map_err(|e| anyhow::anyhow!("rendering the PNG chart: {e}"))?;
+        std::fs::write(&png_path, png)
+            .with_context(|| format!("writing the chart {}", png_path.display()))?;
+        eprintln!(
+            "iobench: wrote {} and {}",
+            svg_path.display(),
+            png_path.display()
+        );
+    }
+    Ok(())
+}
+
+/// `x.svg` → (`x.svg`, `x.png`); `x.png` → (`x.svg`, `x.png`); `x` → (`x.svg`, `x.png`).
+fn chart_paths(p: &Path) -> (PathBuf, PathBuf) {
+    match p.extension().and_then(|e| e.to_str()) {
+        Some("svg") => (p.to_path_buf(), p.with_extension("png")),
+        Some("png") => (p.with_extension("svg"), p.to_path_buf()),
+        _ => {
+            let mut svg = p.as_os_str().to_owned();
+            svg.push(".svg");
+            let mut png = p.as_os_str().to_owned();
+            png.push(".png");
+            (PathBuf::from(svg), PathBuf::from(png))
+        }
+    }
+}
