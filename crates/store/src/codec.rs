@@ -60,10 +60,6 @@ impl Writer {
         self.buf.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
-    }
-
     pub fn clear(&mut self) {
         self.buf.clear();
     }
@@ -90,10 +86,6 @@ impl<'a> Reader<'a> {
 
     pub fn is_empty(&self) -> bool {
         self.pos >= self.buf.len()
-    }
-
-    pub fn position(&self) -> usize {
-        self.pos
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], FormatError> {

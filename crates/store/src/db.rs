@@ -95,31 +95,32 @@ impl Db {
         let data_path = dir.join(DATA_FILE);
         let log_path = dir.join(LOG_FILE);
 
-        let (mut lib, generation, indexes) = match log::read_file(&data_path).map_err(io_err(&data_path))? {
-            Some(bytes) => snapshot::read(&bytes).map_err(|e| match e {
-                snapshot::ReadError::Magic => OpenError::BadMagic {
-                    path: data_path.clone(),
-                    what: "data file",
-                },
-                snapshot::ReadError::Version(v) => OpenError::Version {
-                    path: data_path.clone(),
-                    found: v,
-                    supported: snapshot::DATA_VERSION,
-                },
-                snapshot::ReadError::Corrupt(detail) => OpenError::Corrupt {
-                    path: data_path.clone(),
-                    detail,
-                },
-            })?,
-            None => (Library::new(), 0, Vec::new()),
-        };
+        let (mut lib, generation, indexes) =
+            match log::read_file(&data_path).map_err(io_err(&data_path))? {
+                Some(bytes) => snapshot::read(&bytes).map_err(|e| match e {
+                    snapshot::ReadError::Magic => OpenError::BadMagic {
+                        path: data_path.clone(),
+                        what: "data file",
+                    },
+                    snapshot::ReadError::Version(v) => OpenError::Version {
+                        path: data_path.clone(),
+                        found: v,
+                        supported: snapshot::DATA_VERSION,
+                    },
+                    snapshot::ReadError::Corrupt(detail) => OpenError::Corrupt {
+                        path: data_path.clone(),
+                        detail,
+                    },
+                })?,
+                None => (Library::new(), 0, Vec::new()),
+            };
         // Indexes first, so replayed ops maintain them incrementally.
         snapshot::build_indexes(&mut lib, &indexes);
 
         let mut seq = 0u64;
         let mut good_len = None;
-        match log::read_file(&log_path).map_err(io_err(&log_path))? {
-            Some(bytes) => match log::read_log(&bytes) {
+        if let Some(bytes) = log::read_file(&log_path).map_err(io_err(&log_path))? {
+            match log::read_log(&bytes) {
                 Ok(contents) if contents.generation == generation => {
                     for (s, ops) in &contents.txns {
                         for op in ops {
@@ -178,8 +179,7 @@ impl Db {
                         detail,
                     })
                 }
-            },
-            None => {}
+            }
         }
 
         let log = if read_only {
@@ -249,7 +249,8 @@ impl Db {
             })?;
             for op in &ops {
                 if let Op::CreateEntry(id) = op {
-                    self.next_id.fetch_max(id.saturating_add(1), Ordering::SeqCst);
+                    self.next_id
+                        .fetch_max(id.saturating_add(1), Ordering::SeqCst);
                 }
                 lib.apply(op);
             }
@@ -353,7 +354,11 @@ fn take_lock(path: &Path) -> Result<File, OpenError> {
             let _ = f.read_to_string(&mut pid);
             let pid = pid.trim();
             Err(OpenError::Locked {
-                pid: if pid.is_empty() { "unknown".into() } else { pid.to_owned() },
+                pid: if pid.is_empty() {
+                    "unknown".into()
+                } else {
+                    pid.to_owned()
+                },
                 path: path.to_owned(),
             })
         }

@@ -27,7 +27,9 @@ pub enum OpenError {
     },
     #[error("{path}: not a Spindle {what} (bad magic)")]
     BadMagic { path: PathBuf, what: &'static str },
-    #[error("{path}: format version {found} is not supported (this Spindle reads version {supported})")]
+    #[error(
+        "{path}: format version {found} is not supported (this Spindle reads version {supported})"
+    )]
     Version {
         path: PathBuf,
         found: u32,

@@ -70,7 +70,10 @@ pub fn collation_key_str(s: &str) -> Vec<u8> {
 }
 
 fn push_digits(out: &mut Vec<u8>, digits: &[u8]) {
-    let start = digits.iter().position(|&d| d != b'0').unwrap_or(digits.len());
+    let start = digits
+        .iter()
+        .position(|&d| d != b'0')
+        .unwrap_or(digits.len());
     let sig = &digits[start..];
     out.push(DIGITS);
     // Digit runs longer than 255 significant digits are clamped; they

@@ -90,7 +90,10 @@ impl KeyIndex {
 
     pub fn insert(&mut self, strings: &Interner, entry: u32, p: Prop) {
         let posting = Posting { entry, src: p.src };
-        insert_posting(self.ord.entry(val_key(strings, p.val)).or_default(), posting);
+        insert_posting(
+            self.ord.entry(val_key(strings, p.val)).or_default(),
+            posting,
+        );
         match p.val {
             Val::Int(_) => self.ints += 1,
             Val::Str(s) => *self.strs.entry(strings.folded(s)).or_insert(0) += 1,
@@ -139,10 +142,22 @@ impl KeyIndex {
     /// there after a sibling value with the same words or key was removed.
     pub fn repost(&mut self, strings: &Interner, entry: u32, p: Prop) {
         let posting = Posting { entry, src: p.src };
-        insert_posting(self.ord.entry(val_key(strings, p.val)).or_default(), posting);
+        insert_posting(
+            self.ord.entry(val_key(strings, p.val)).or_default(),
+            posting,
+        );
         for w in words_of(strings, p.val) {
             insert_posting(self.words.entry(w.into()).or_default(), posting);
         }
+    }
+
+    /// Same postings, words and counts (for `db check`).
+    pub fn same_as(&self, other: &KeyIndex) -> bool {
+        self.ord == other.ord
+            && self.words == other.words
+            && self.strs == other.strs
+            && self.ints == other.ints
+            && self.postings == other.postings
     }
 
     pub fn heap_bytes(&self) -> usize {

@@ -19,10 +19,6 @@ pub struct Interner {
 }
 
 impl Interner {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// The id of `s`, adding it (and its folded form) if new.
     pub fn intern(&mut self, s: &str) -> u32 {
         if let Some(&id) = self.ids.get(s) {
@@ -67,20 +63,12 @@ impl Interner {
         &self.strings[id as usize]
     }
 
-    pub fn resolve_arc(&self, id: u32) -> Arc<str> {
-        self.strings[id as usize].clone()
-    }
-
     pub fn folded(&self, id: u32) -> u32 {
         self.folded[id as usize]
     }
 
     pub fn len(&self) -> usize {
         self.strings.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.strings.is_empty()
     }
 
     /// Approximate heap bytes used.
@@ -96,7 +84,7 @@ mod tests {
 
     #[test]
     fn folded_ids_shared() {
-        let mut i = Interner::new();
+        let mut i = Interner::default();
         let a = i.intern("Metallica");
         let b = i.intern("METALLICA");
         let c = i.intern("metallica");

@@ -30,6 +30,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod check;
 mod codec;
 mod db;
 mod engine;

@@ -279,11 +279,10 @@ impl LogWriter {
     }
 
     pub fn into_inner_file(self) -> File {
-        self.inner.into_inner().unwrap_or_else(|p| p.into_inner()).file
-    }
-
-    pub fn bytes(&self) -> u64 {
-        self.lock().bytes
+        self.inner
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .file
     }
 }
 
@@ -296,7 +295,10 @@ mod tests {
         for seq in 1..=3u64 {
             b.extend(encode_record(
                 seq,
-                &[Op::CreateEntry(seq as u32), Op::CreateIndex("artist".into())],
+                &[
+                    Op::CreateEntry(seq as u32),
+                    Op::CreateIndex("artist".into()),
+                ],
             ));
         }
         b

@@ -66,8 +66,6 @@ impl std::fmt::Display for ValueRef<'_> {
 #[derive(Debug, Clone)]
 pub(crate) struct Ranks {
     pub rank: Vec<u16>,
-    /// Every known source is accepted.
-    pub accepts_all: bool,
 }
 
 pub(crate) const IGNORED: u16 = u16::MAX;
@@ -175,17 +173,13 @@ impl Library {
     }
 
     pub(crate) fn ranks(&self, pref: &SourcePref) -> Ranks {
-        let mut accepts_all = true;
         let rank = (0..self.sources.len())
             .map(|i| match pref.priority(self.sources.resolve(i as u32)) {
                 Some(p) => p.min(usize::from(IGNORED) - 1) as u16,
-                None => {
-                    accepts_all = false;
-                    IGNORED
-                }
+                None => IGNORED,
             })
             .collect();
-        Ranks { rank, accepts_all }
+        Ranks { rank }
     }
 
     /// The props of `key` on `entry` (all sources), as a slice.
@@ -464,6 +458,10 @@ impl Library {
             + self.strings.heap_bytes()
             + self.keys.heap_bytes()
             + self.sources.heap_bytes()
-            + self.indexes.values().map(KeyIndex::heap_bytes).sum::<usize>()
+            + self
+                .indexes
+                .values()
+                .map(KeyIndex::heap_bytes)
+                .sum::<usize>()
     }
 }

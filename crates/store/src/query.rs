@@ -23,6 +23,11 @@ impl Library {
         Ok(engine::fetch(self, spec, &ids.ids, pref))
     }
 
+    /// Shape already-selected ids with a fetch specification.
+    pub fn shape(&self, spec: &FetchSpec, ids: &[u32], pref: &SourcePref) -> serde_json::Value {
+        engine::fetch(self, spec, ids, pref)
+    }
+
     /// For each id, the first best-source value of each field (`"id"` is
     /// the entry id). The fast path behind `spindle query --fetch`.
     pub fn fetch_rows<'a>(

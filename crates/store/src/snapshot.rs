@@ -14,8 +14,6 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-
-
 use crate::codec::{Reader, Writer};
 use crate::error::FormatError;
 use crate::model::{Library, Prop, Val};
@@ -230,18 +228,28 @@ pub(crate) fn read(bytes: &[u8]) -> Result<(Library, u64, Vec<String>), ReadErro
     let mut ended = false;
     while pos < bytes.len() {
         if bytes.len() - pos < 9 {
-            return Err(ReadError::Corrupt(format!("truncated chunk at offset {pos}")));
+            return Err(ReadError::Corrupt(format!(
+                "truncated chunk at offset {pos}"
+            )));
         }
         let tag = bytes[pos];
-        let len = u32::from_le_bytes([bytes[pos + 1], bytes[pos + 2], bytes[pos + 3], bytes[pos + 4]])
-            as usize;
+        let len = u32::from_le_bytes([
+            bytes[pos + 1],
+            bytes[pos + 2],
+            bytes[pos + 3],
+            bytes[pos + 4],
+        ]) as usize;
         let end = pos + 5 + len;
         if bytes.len() < end + 4 {
-            return Err(ReadError::Corrupt(format!("truncated chunk at offset {pos}")));
+            return Err(ReadError::Corrupt(format!(
+                "truncated chunk at offset {pos}"
+            )));
         }
         let crc = u32::from_le_bytes([bytes[end], bytes[end + 1], bytes[end + 2], bytes[end + 3]]);
         if crc32fast::hash(&bytes[pos..end]) != crc {
-            return Err(ReadError::Corrupt(format!("chunk checksum mismatch at offset {pos}")));
+            return Err(ReadError::Corrupt(format!(
+                "chunk checksum mismatch at offset {pos}"
+            )));
         }
         let mut r = Reader::new(&bytes[pos + 5..end]);
         match tag {
@@ -253,7 +261,10 @@ pub(crate) fn read(bytes: &[u8]) -> Result<(Library, u64, Vec<String>), ReadErro
             C_SOURCES => {
                 for _ in 0..r.varint()? {
                     let s = lib.sources.intern(r.str()?);
-                    srcs.push(u16::try_from(s).map_err(|_| ReadError::Corrupt("too many sources".into()))?);
+                    srcs.push(
+                        u16::try_from(s)
+                            .map_err(|_| ReadError::Corrupt("too many sources".into()))?,
+                    );
                 }
             }
             C_STRINGS => {
@@ -281,14 +292,18 @@ pub(crate) fn read(bytes: &[u8]) -> Result<(Library, u64, Vec<String>), ReadErro
                             .ok_or_else(|| ReadError::Corrupt("bad source number".into()))?;
                         let val = match r.u8()? {
                             0 => Val::Int(r.ivarint()?),
-                            1 => Val::Str(
-                                *strs
-                                    .get(r.varint()? as usize)
-                                    .ok_or_else(|| ReadError::Corrupt("bad string number".into()))?,
-                            ),
+                            1 => {
+                                Val::Str(*strs.get(r.varint()? as usize).ok_or_else(|| {
+                                    ReadError::Corrupt("bad string number".into())
+                                })?)
+                            }
                             t => return Err(ReadError::Corrupt(format!("bad value tag {t}"))),
                         };
-                        props.push(Prop { key: k, src: s, val });
+                        props.push(Prop {
+                            key: k,
+                            src: s,
+                            val,
+                        });
                     }
                     props.sort_unstable();
                     props.dedup();
@@ -335,7 +350,9 @@ pub(crate) fn read(bytes: &[u8]) -> Result<(Library, u64, Vec<String>), ReadErro
         pos = end + 4;
     }
     if !ended {
-        return Err(ReadError::Corrupt("data file ends before its end marker".into()));
+        return Err(ReadError::Corrupt(
+            "data file ends before its end marker".into(),
+        ));
     }
     if pos != bytes.len() {
         return Err(ReadError::Corrupt("bytes after the end marker".into()));
@@ -349,4 +366,3 @@ pub(crate) fn build_indexes(lib: &mut Library, keys: &[String]) {
         lib.apply(&Op::CreateIndex(k.clone()));
     }
 }
-

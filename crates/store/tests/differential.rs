@@ -26,17 +26,48 @@ impl Rng {
     fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
         &v[self.below(v.len())]
     }
+    fn word(&mut self, v: &[&'static str]) -> &'static str {
+        v[self.below(v.len())]
+    }
     fn chance(&mut self, pct: usize) -> bool {
         self.below(100) < pct
     }
 }
 
 const KEYS: &[&str] = &["artist", "album", "title", "tracknr", "genre", "comment"];
-const SOURCES: &[&str] = &["plugin/id3v2", "plugin/vorbis", "client/a", "client/b", "server", "import/x"];
+const SOURCES: &[&str] = &[
+    "plugin/id3v2",
+    "plugin/vorbis",
+    "client/a",
+    "client/b",
+    "server",
+    "import/x",
+];
 const WORDS: &[&str] = &[
-    "one", "One", "ONE two", "The One", "Someone", "one (Live)", "20abc", "31", "007", "7", "Ärger",
-    "ärger", "straße", "STRASSE", "Metallica", "metallica", "foo bar", "Foo", "x", "", "track 2",
-    "track 10", "Weezer", "a b c",
+    "one",
+    "One",
+    "ONE two",
+    "The One",
+    "Someone",
+    "one (Live)",
+    "20abc",
+    "31",
+    "007",
+    "7",
+    "Ärger",
+    "ärger",
+    "straße",
+    "STRASSE",
+    "Metallica",
+    "metallica",
+    "foo bar",
+    "Foo",
+    "x",
+    "",
+    "track 2",
+    "track 10",
+    "Weezer",
+    "a b c",
 ];
 
 fn rand_value(r: &mut Rng) -> Value {
@@ -107,7 +138,10 @@ fn best<'e>(e: &'e RefEntry, key: &str, pref: &SourcePref) -> Vec<&'e Value> {
     let Some(min) = with.iter().map(|(p, _)| *p).min() else {
         return Vec::new();
     };
-    with.into_iter().filter(|(p, _)| *p == min).map(|(_, v)| v).collect()
+    with.into_iter()
+        .filter(|(p, _)| *p == min)
+        .map(|(_, v)| v)
+        .collect()
 }
 
 fn text(v: &Value) -> String {
@@ -194,7 +228,10 @@ fn ref_eval(lib: &BTreeMap<u32, RefEntry>, c: &Coll, pref: &SourcePref) -> (Vec<
         }
         Coll::Complement(op) => {
             let (ids, _) = ref_eval(lib, op, pref);
-            (lib.keys().copied().filter(|i| !ids.contains(i)).collect(), false)
+            (
+                lib.keys().copied().filter(|i| !ids.contains(i)).collect(),
+                false,
+            )
         }
         Coll::Order {
             by: OrderBy::Value(fields),
@@ -203,14 +240,12 @@ fn ref_eval(lib: &BTreeMap<u32, RefEntry>, c: &Coll, pref: &SourcePref) -> (Vec<
         } => {
             let (ids, _) = ref_eval(lib, operand, pref);
             let key = |id: &u32| -> Option<Value> {
-                fields
-                    .iter()
-                    .find_map(|f| {
-                        best(&lib[id], f, pref)
-                            .into_iter()
-                            .min_by(|a, b| natural(a, b))
-                            .cloned()
-                    })
+                fields.iter().find_map(|f| {
+                    best(&lib[id], f, pref)
+                        .into_iter()
+                        .min_by(|a, b| natural(a, b))
+                        .cloned()
+                })
             };
             let mut keyed: Vec<(Option<Value>, u32)> = ids.iter().map(|i| (key(i), *i)).collect();
             let cmp = |a: &Option<Value>, b: &Option<Value>| match (a, b) {
@@ -253,7 +288,7 @@ fn rand_filter(r: &mut Rng) -> Filter {
     let op = match r.below(6) {
         0 => FilterOp::Equals(rand_value(r)),
         1 => {
-            let w = fold(*r.pick(WORDS));
+            let w = fold(r.word(WORDS));
             let g = match r.below(4) {
                 0 => format!("*{w}*"),
                 1 => format!("{}*", w.chars().take(2).collect::<String>()),
@@ -263,7 +298,9 @@ fn rand_filter(r: &mut Rng) -> Filter {
             FilterOp::Match(g)
         }
         2 => {
-            let w = r.pick(&["one", "ONE", "two", "the", "foo", "live)", "on*", "trac*", "7"]);
+            let w = r.pick(&[
+                "one", "ONE", "two", "the", "foo", "live)", "on*", "trac*", "7",
+            ]);
             FilterOp::Token((*w).to_owned())
         }
         3 => FilterOp::Has,
@@ -274,7 +311,11 @@ fn rand_filter(r: &mut Rng) -> Filter {
     };
     let mut f = Filter::new(field, op);
     if r.chance(10) {
-        f.sourcepref = Some(SourcePref::parse(*r.pick(&["client/*:plugin/*", "server", "plugin/*:*"])));
+        f.sourcepref = Some(SourcePref::parse(r.word(&[
+            "client/*:plugin/*",
+            "server",
+            "plugin/*:*",
+        ])));
     }
     f
 }
@@ -288,8 +329,16 @@ fn rand_coll(r: &mut Rng, depth: usize) -> Coll {
         };
     }
     match r.below(5) {
-        0 | 1 => Coll::Intersection((0..2 + r.below(2)).map(|_| rand_coll(r, depth - 1)).collect()),
-        2 | 3 => Coll::Union((0..2 + r.below(2)).map(|_| rand_coll(r, depth - 1)).collect()),
+        0 | 1 => Coll::Intersection(
+            (0..2 + r.below(2))
+                .map(|_| rand_coll(r, depth - 1))
+                .collect(),
+        ),
+        2 | 3 => Coll::Union(
+            (0..2 + r.below(2))
+                .map(|_| rand_coll(r, depth - 1))
+                .collect(),
+        ),
         _ => Coll::Complement(Box::new(rand_coll(r, depth - 1))),
     }
 }
@@ -325,7 +374,10 @@ fn build(r: &mut Rng, db: &Db, n: usize) -> BTreeMap<u32, RefEntry> {
             let key = (*r.pick(KEYS)).to_owned();
             let source = (*r.pick(SOURCES)).to_owned();
             let value = rand_value(r);
-            if !e.iter().any(|(k, v, s)| *k == key && *v == value && *s == source) {
+            if !e
+                .iter()
+                .any(|(k, v, s)| *k == key && *v == value && *s == source)
+            {
                 e.push((key.clone(), value.clone(), source.clone()));
             }
             ops.push(Op::AddProp {
@@ -362,9 +414,9 @@ fn report_leaves(
                 eprintln!("leaf {coll:?}: extra {extra:?}, missing {missing:?}");
             }
         }
-        Coll::Union(v) | Coll::Intersection(v) => {
-            v.iter().for_each(|c| report_leaves(lib, reference, c, pref))
-        }
+        Coll::Union(v) | Coll::Intersection(v) => v
+            .iter()
+            .for_each(|c| report_leaves(lib, reference, c, pref)),
         Coll::Complement(c) | Coll::Order { operand: c, .. } | Coll::Limit { operand: c, .. } => {
             report_leaves(lib, reference, c, pref)
         }
@@ -407,7 +459,11 @@ fn engine_matches_reference_on_random_queries() {
         let lib = db.read();
         for q in 0..queries_per_library {
             let pref = if r.chance(20) {
-                SourcePref::parse(*r.pick(&["client/*:plugin/*", "server:*", "plugin/vorbis:client/b"]))
+                SourcePref::parse(r.word(&[
+                    "client/*:plugin/*",
+                    "server:*",
+                    "plugin/vorbis:client/b",
+                ]))
             } else {
                 SourcePref::default()
             };

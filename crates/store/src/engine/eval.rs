@@ -392,8 +392,7 @@ impl<'a> Evaluator<'a> {
             }
             OrderBy::Value(fields) => {
                 let ranks = self.lib.ranks(self.pref);
-                let keys: Vec<Option<u32>> =
-                    fields.iter().map(|f| self.lib.keys.get(f)).collect();
+                let keys: Vec<Option<u32>> = fields.iter().map(|f| self.lib.keys.get(f)).collect();
                 let mut keyed: Vec<(Option<Vec<u8>>, u32)> = ids
                     .iter()
                     .map(|&id| {

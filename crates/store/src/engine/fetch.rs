@@ -214,7 +214,8 @@ fn nest(rows: &[Row<'_>], get: &[Get], aggregate: Aggregate) -> Json {
         [leaf] => aggregate_rows(rows, *leaf, aggregate),
         [level, rest @ ..] => {
             let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
-            let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+            let mut index: std::collections::HashMap<String, usize> =
+                std::collections::HashMap::new();
             for (i, r) in rows.iter().enumerate() {
                 let k = part_key(r, *level);
                 match index.get(&k) {
@@ -271,8 +272,7 @@ fn aggregate_rows(rows: &[Row<'_>], leaf: Get, aggregate: Aggregate) -> Json {
         }
         Aggregate::Random => {
             let mut rng = rand::rngs::SmallRng::from_entropy();
-            rows.choose(&mut rng)
-                .map_or(Json::Null, |r| part(r, leaf))
+            rows.choose(&mut rng).map_or(Json::Null, |r| part(r, leaf))
         }
         Aggregate::Sum => {
             let mut it = ints().peekable();

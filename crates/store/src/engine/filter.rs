@@ -29,9 +29,12 @@ pub(crate) enum COp {
     EqInt(i64),
     /// Caseless string equality: the folded string id, or `None` if no
     /// stored string folds to it (then nothing matches).
-    EqStr(Option<u32>, String),
+    EqStr(Option<u32>),
     Match(Vec<char>),
-    Token { word: String, prefix: bool },
+    Token {
+        word: String,
+        prefix: bool,
+    },
     Has,
     Cmp(CmpOp, Vec<u8>),
 }
@@ -52,7 +55,7 @@ impl Compiled {
                 } else {
                     lib.strings.get_folded(s)
                 };
-                COp::EqStr(id, s.clone())
+                COp::EqStr(id)
             }
             FilterOp::Match(g) => {
                 let g = if cs { g.clone() } else { fold(g).into_owned() };
@@ -87,7 +90,7 @@ impl Compiled {
             (COp::Has, _) => true,
             (COp::EqInt(i), Val::Int(j)) => *i == j,
             (COp::EqInt(_), Val::Str(_)) | (COp::EqStr(..), Val::Int(_)) => false,
-            (COp::EqStr(id, _), Val::Str(s)) => match id {
+            (COp::EqStr(id), Val::Str(s)) => match id {
                 None => false,
                 Some(id) if self.case_sensitive => *id == s,
                 Some(id) => *id == lib.strings.folded(s),
@@ -185,8 +188,8 @@ impl Compiled {
                     push(l);
                 }
             }
-            COp::EqStr(None, _) => {}
-            COp::EqStr(Some(id), _) => {
+            COp::EqStr(None) => {}
+            COp::EqStr(Some(id)) => {
                 let key = collation_key_str(lib.strings.resolve(*id));
                 if let Some(l) = idx.ord.get(key.as_slice()) {
                     push(l);
@@ -210,9 +213,10 @@ impl Compiled {
                     return None;
                 }
                 if *prefix {
-                    for (w, l) in idx
-                        .words
-                        .range::<str, _>((std::ops::Bound::Included(word.as_str()), std::ops::Bound::Unbounded)) {
+                    for (w, l) in idx.words.range::<str, _>((
+                        std::ops::Bound::Included(word.as_str()),
+                        std::ops::Bound::Unbounded,
+                    )) {
                         if !w.starts_with(word.as_str()) {
                             break;
                         }
@@ -271,7 +275,11 @@ impl Compiled {
 /// The integer a collation key of a non-negative int stands for.
 fn int_of_key(key: &[u8]) -> Option<i64> {
     if key.len() >= 3 && key[0] == 0x01 && key[1] == 0x01 && key.len() == 3 + key[2] as usize {
-        std::str::from_utf8(&key[3..]).ok()?.parse().ok().or(Some(0))
+        std::str::from_utf8(&key[3..])
+            .ok()?
+            .parse()
+            .ok()
+            .or(Some(0))
     } else if key.first() == Some(&0x00) {
         // negative: nothing below 1 exists among ids; treat as 0.
         Some(0)
@@ -297,9 +305,10 @@ fn match_candidates(
     }
     if !prefix.is_empty() && !prefix.chars().any(|c| c.is_ascii_digit()) {
         let key = collation_key_str(&prefix);
-        for (k, l) in idx
-            .ord
-            .range::<[u8], _>((std::ops::Bound::Included(key.as_slice()), std::ops::Bound::Unbounded)) {
+        for (k, l) in idx.ord.range::<[u8], _>((
+            std::ops::Bound::Included(key.as_slice()),
+            std::ops::Bound::Unbounded,
+        )) {
             if !k.starts_with(&key) {
                 break;
             }

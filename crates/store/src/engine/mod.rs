@@ -13,6 +13,6 @@ mod eval;
 mod fetch;
 pub(crate) mod filter;
 
-pub use eval::Ids;
 pub(crate) use eval::Evaluator;
+pub use eval::Ids;
 pub(crate) use fetch::fetch;

@@ -1,0 +1,43 @@
+//! Command-line structures: plain data, no behaviour.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::cmd::{bench::BenchCommand, db::DbCommand, iobench::IobenchArgs, query::QueryArgs};
+
+/// Spindle: your music library, its query language, scrobbling and streaming.
+#[derive(Debug, Parser)]
+#[command(name = "spindle", version, about, long_about = None)]
+pub struct Cli {
+    /// Where the library lives (default: $XDG_DATA_HOME/spindle, i.e.
+    /// ~/.local/share/spindle).
+    #[arg(long, global = true, value_name = "DIR", env = "SPINDLE_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the library (web UI and APIs). The HTTP server is not built yet.
+    Serve {
+        /// A music folder to serve (repeatable).
+        #[arg(long, value_name = "DIR")]
+        music: Vec<PathBuf>,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:4533")]
+        listen: String,
+    },
+    /// Query the library with a collection pattern, e.g. 'artist:metallica tracknr>2'.
+    Query(QueryArgs),
+    /// Low-level database commands: add, set, delete, index, stats, compact, check, import, export.
+    #[command(subcommand)]
+    Db(DbCommand),
+    /// Measure the disk: IOPS and latency against queue depth per IO engine.
+    Iobench(IobenchArgs),
+    /// Benchmarks that compare Spindle with its peers in one run.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}

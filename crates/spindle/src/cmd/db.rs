@@ -1,0 +1,429 @@
+//! `spindle db …`: low-level access to the library store.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::Subcommand;
+use spindle_query::{SourcePref, Value};
+use spindle_store::{Db, Op};
+
+use super::UsageError;
+
+/// The source the CLI writes under unless told otherwise.
+const CLI_SOURCE: &str = "client/cli";
+
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Add an entry with properties: `spindle db add artist=Foo title=Bar tracknr=3`.
+    Add {
+        /// KEY=VALUE pairs; a value of digits is stored as an integer.
+        #[arg(required = true, value_name = "KEY=VALUE")]
+        props: Vec<String>,
+        /// Add to this existing entry instead of creating one.
+        #[arg(long)]
+        id: Option<u32>,
+        /// Source of the properties.
+        #[arg(long, default_value = CLI_SOURCE)]
+        source: String,
+        /// Store every value as a string, even digits.
+        #[arg(long)]
+        string: bool,
+    },
+    /// Replace a key's values (from one source) on an entry.
+    Set {
+        id: u32,
+        key: String,
+        value: String,
+        #[arg(long, default_value = CLI_SOURCE)]
+        source: String,
+        #[arg(long)]
+        string: bool,
+    },
+    /// Delete an entry, or one key of it (from --source, or from every source).
+    Delete {
+        id: u32,
+        key: Option<String>,
+        #[arg(long)]
+        source: Option<String>,
+    },
+    /// Index a key in memory (remembered in the database); no KEY lists indexes.
+    Index {
+        key: Option<String>,
+        /// Drop the index instead.
+        #[arg(long)]
+        drop: bool,
+    },
+    /// Show entries, properties, sources, indexes and file sizes.
+    Stats,
+    /// Rewrite the data file from memory and start an empty log.
+    Compact,
+    /// Verify the data file, the log and every index; exits 1 on a problem.
+    Check,
+    /// Show every property of an entry, with its source.
+    Show { id: u32 },
+    /// Save a pattern as a named collection, usable as `in:NAME`.
+    Save { name: String, pattern: String },
+    /// Import a JSON array of entry objects ("KEY" or "SOURCE/KEY" → value).
+    ImportJson {
+        /// The file, or - for standard input.
+        file: PathBuf,
+    },
+    /// Export every entry as a JSON array that import-json reads back.
+    ExportJson {
+        /// Write here instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Import an XMMS2 medialib.db (SQLite, schema version 36).
+    ImportXmms2 { file: PathBuf },
+}
+
+fn parse_value(s: &str, force_string: bool) -> Value {
+    if force_string {
+        Value::Str(s.to_owned())
+    } else {
+        spindle_query::value_from_str(s)
+    }
+}
+
+fn open_write(dir: &Path) -> anyhow::Result<Db> {
+    let db = Db::open(dir).with_context(|| format!("opening the library in {}", dir.display()))?;
+    for w in &db.open_report().warnings {
+        eprintln!("spindle: warning: {w}");
+    }
+    Ok(db)
+}
+
+fn open_read(dir: &Path) -> anyhow::Result<Db> {
+    if !dir.exists() {
+        bail!("no library at {}", dir.display());
+    }
+    let db = Db::open_read_only(dir)
+        .with_context(|| format!("opening the library in {}", dir.display()))?;
+    for w in &db.open_report().warnings {
+        eprintln!("spindle: warning: {w}");
+    }
+    Ok(db)
+}
+
+pub fn run(cmd: &DbCommand, dir: &Path) -> anyhow::Result<ExitCode> {
+    match cmd {
+        DbCommand::Add {
+            props,
+            id,
+            source,
+            string,
+        } => {
+            let mut parsed = Vec::new();
+            for p in props {
+                let Some((k, v)) = p.split_once('=') else {
+                    return Err(UsageError(format!("'{p}' is not KEY=VALUE")).into());
+                };
+                if k.is_empty() {
+                    return Err(UsageError(format!("'{p}' has an empty key")).into());
+                }
+                parsed.push((k.to_owned(), parse_value(v, *string)));
+            }
+            let db = open_write(dir)?;
+            let (entry, mut ops) = match id {
+                Some(id) => (*id, Vec::new()),
+                None => {
+                    let id = db.reserve_id();
+                    (id, vec![Op::CreateEntry(id)])
+                }
+            };
+            for (key, value) in parsed {
+                ops.push(Op::AddProp {
+                    entry,
+                    key,
+                    source: source.clone(),
+                    value,
+                });
+            }
+            db.commit(ops)?;
+            println!("{entry}");
+        }
+        DbCommand::Set {
+            id,
+            key,
+            value,
+            source,
+            string,
+        } => {
+            let db = open_write(dir)?;
+            db.commit(vec![
+                Op::DelKey {
+                    entry: *id,
+                    key: key.clone(),
+                    source: Some(source.clone()),
+                },
+                Op::AddProp {
+                    entry: *id,
+                    key: key.clone(),
+                    source: source.clone(),
+                    value: parse_value(value, *string),
+                },
+            ])?;
+        }
+        DbCommand::Delete { id, key, source } => {
+            let db = open_write(dir)?;
+            let op = match key {
+                Some(key) => Op::DelKey {
+                    entry: *id,
+                    key: key.clone(),
+                    source: source.clone(),
+                },
+                None => Op::DeleteEntry(*id),
+            };
+            db.commit(vec![op])?;
+        }
+        DbCommand::Index { key, drop } => match key {
+            None => {
+                let db = open_read(dir)?;
+                for k in db.read().indexed_keys() {
+                    println!("{k}");
+                }
+            }
+            Some(key) => {
+                let db = open_write(dir)?;
+                let op = if *drop {
+                    Op::DropIndex(key.clone())
+                } else {
+                    Op::CreateIndex(key.clone())
+                };
+                db.commit(vec![op])?;
+            }
+        },
+        DbCommand::Stats => {
+            let db = open_read(dir)?;
+            let s = db.stats();
+            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+            println!("library      {}", dir.display());
+            println!("entries      {}", s.entries);
+            println!("properties   {}", s.properties);
+            println!(
+                "sources      {} ({})",
+                s.sources.len(),
+                s.sources.join(", ")
+            );
+            println!(
+                "indexes      {}",
+                if s.indexes.is_empty() {
+                    "-".to_owned()
+                } else {
+                    s.indexes.join(", ")
+                }
+            );
+            println!("collections  {}", s.collections);
+            println!("data file    {:.2} MiB", mib(s.data_file_bytes));
+            println!("log          {:.2} MiB", mib(s.log_bytes));
+            println!(
+                "memory       {:.2} MiB (approximate heap)",
+                mib(s.heap_bytes as u64)
+            );
+            println!(
+                "opened in    {:.1} ms",
+                db.open_report().elapsed.as_secs_f64() * 1000.0
+            );
+        }
+        DbCommand::Compact => {
+            let db = open_write(dir)?;
+            let before = db.stats();
+            let bytes = db.compact()?;
+            println!(
+                "compacted: data file {} → {} bytes, log {} bytes → empty",
+                before.data_file_bytes, bytes, before.log_bytes
+            );
+        }
+        DbCommand::Check => {
+            let db = open_read(dir)?;
+            let problems = db.read().check();
+            let warnings = db.open_report().warnings.len();
+            if problems.is_empty() && warnings == 0 {
+                println!(
+                    "ok: {} entries, {} properties",
+                    db.stats().entries,
+                    db.stats().properties
+                );
+            } else {
+                for p in &problems {
+                    println!("problem: {p}");
+                }
+                return Ok(ExitCode::from(1));
+            }
+        }
+        DbCommand::Show { id } => {
+            let db = open_read(dir)?;
+            let lib = db.read();
+            if !lib.contains(*id) {
+                bail!("no entry with id {id}");
+            }
+            println!("song_id = {id}");
+            for (k, v, s) in lib.properties(*id) {
+                match v {
+                    spindle_store::ValueRef::Int(i) => println!("{k} = {i}  [{s}]"),
+                    spindle_store::ValueRef::Str(t) => println!("{k} = {t:?}  [{s}]"),
+                }
+            }
+        }
+        DbCommand::Save { name, pattern } => {
+            spindle_query::parse(pattern).map_err(|e| UsageError(format!("{e}\n  {pattern}")))?;
+            let db = open_write(dir)?;
+            db.commit(vec![Op::SaveCollection {
+                name: name.clone(),
+                json: pattern.clone(),
+            }])?;
+        }
+        DbCommand::ImportJson { file } => {
+            let text = read_input(file)?;
+            let json: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not valid JSON", file.display()))?;
+            let db = open_write(dir)?;
+            let ops = import_json_ops(&json, &db)?;
+            let n = ops
+                .iter()
+                .filter(|o| matches!(o, Op::AddProp { .. }))
+                .count();
+            let entries = json.as_array().map_or(0, Vec::len);
+            db.commit(ops)?;
+            println!("imported {entries} entries ({n} properties)");
+        }
+        DbCommand::ExportJson { output } => {
+            let db = open_read(dir)?;
+            let lib = db.read();
+            let arr = export_json(&lib);
+            let text = serde_json::to_string_pretty(&arr)?;
+            match output {
+                Some(p) => std::fs::write(p, text + "\n")
+                    .with_context(|| format!("writing {}", p.display()))?,
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(text.as_bytes())?;
+                    out.write_all(b"\n")?;
+                }
+            }
+        }
+        DbCommand::ImportXmms2 { file } => {
+            let _ = file;
+            bail!("import-xmms2 is not built yet");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_input(file: &Path) -> anyhow::Result<String> {
+    if file == Path::new("-") {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s)?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))
+    }
+}
+
+/// `"KEY"` → source `server`; `"SOURCE/KEY"` splits at the last `/`.
+fn split_key(k: &str) -> (&str, &str) {
+    match k.rsplit_once('/') {
+        Some((src, key)) => (src, key),
+        None => ("server", k),
+    }
+}
+
+fn json_values(v: &serde_json::Value, out: &mut Vec<Value>) -> Result<(), String> {
+    match v {
+        serde_json::Value::String(s) => out.push(Value::Str(s.clone())),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => out.push(Value::Int(i)),
+            None => return Err(format!("{n} is not an integer")),
+        },
+        serde_json::Value::Array(a) => {
+            for x in a {
+                if x.is_array() {
+                    return Err("nested arrays are not values".into());
+                }
+                json_values(x, out)?;
+            }
+        }
+        serde_json::Value::Bool(b) => out.push(Value::Int(i64::from(*b))),
+        serde_json::Value::Null => {}
+        serde_json::Value::Object(_) => return Err("an object is not a value".into()),
+    }
+    Ok(())
+}
+
+fn import_json_ops(json: &serde_json::Value, db: &Db) -> anyhow::Result<Vec<Op>> {
+    let Some(arr) = json.as_array() else {
+        bail!("expected a JSON array of entry objects");
+    };
+    let lib = db.read();
+    let mut ops = Vec::new();
+    let mut created = std::collections::HashSet::new();
+    for (i, item) in arr.iter().enumerate() {
+        let Some(obj) = item.as_object() else {
+            bail!("element {i} is not an object");
+        };
+        let id = match obj.get("id") {
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|n| *n > 0)
+                .with_context(|| format!("element {i}: \"id\" must be a positive integer"))?,
+            None => u32::try_from(i + 1)?,
+        };
+        if !lib.contains(id) && created.insert(id) {
+            ops.push(Op::CreateEntry(id));
+        }
+        for (k, v) in obj {
+            if k == "id" {
+                continue;
+            }
+            let (source, key) = split_key(k);
+            if key.is_empty() || source.is_empty() {
+                bail!("element {i}: bad key {k:?}");
+            }
+            let mut values = Vec::new();
+            json_values(v, &mut values)
+                .map_err(|e| anyhow::anyhow!("element {i}, key {k:?}: {e}"))?;
+            for value in values {
+                ops.push(Op::AddProp {
+                    entry: id,
+                    key: key.to_owned(),
+                    source: source.to_owned(),
+                    value,
+                });
+            }
+        }
+    }
+    Ok(ops)
+}
+
+fn export_json(lib: &spindle_store::Library) -> serde_json::Value {
+    let _ = SourcePref::default();
+    let mut arr = Vec::with_capacity(lib.len());
+    for id in lib.ids() {
+        let mut m = serde_json::Map::new();
+        m.insert("id".into(), id.into());
+        for (k, v, s) in lib.properties(id) {
+            let name = if s == "server" {
+                k.to_owned()
+            } else {
+                format!("{s}/{k}")
+            };
+            let v = v.to_json();
+            match m.get_mut(&name) {
+                Some(serde_json::Value::Array(a)) => a.push(v),
+                Some(old) => {
+                    let prev = old.take();
+                    *old = serde_json::Value::Array(vec![prev, v]);
+                }
+                None => {
+                    m.insert(name, v);
+                }
+            }
+        }
+        arr.push(serde_json::Value::Object(m));
+    }
+    serde_json::Value::Array(arr)
+}

@@ -1,0 +1,78 @@
+//! One module per subcommand; `dispatch` turns parsed arguments into
+//! library calls.
+
+pub mod bench;
+pub mod db;
+pub mod iobench;
+pub mod query;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+
+/// A query pattern that does not parse: exits with status 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+pub fn exit_code_for(err: &anyhow::Error) -> u8 {
+    if err.downcast_ref::<UsageError>().is_some() {
+        2
+    } else {
+        1
+    }
+}
+
+/// `$XDG_DATA_HOME/spindle`, else `~/.local/share/spindle`.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("spindle");
+    }
+    match std::env::var_os("HOME") {
+        Some(h) => PathBuf::from(h).join(".local/share/spindle"),
+        None => PathBuf::from(".spindle"),
+    }
+}
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
+    match &cli.command {
+        Command::Serve { music, listen } => serve(&data_dir, music, listen),
+        Command::Query(args) => query::run(args, &data_dir),
+        Command::Db(cmd) => db::run(cmd, &data_dir),
+        Command::Iobench(args) => iobench::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Bench(cmd) => bench::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
+    }
+}
+
+fn serve(data_dir: &std::path::Path, music: &[PathBuf], listen: &str) -> anyhow::Result<ExitCode> {
+    use anyhow::Context;
+    let db = spindle_store::Db::open(data_dir)
+        .with_context(|| format!("opening the library in {}", data_dir.display()))?;
+    for w in &db.open_report().warnings {
+        eprintln!("spindle: warning: {w}");
+    }
+    let stats = db.stats();
+    println!(
+        "spindle: library in {} holds {} entries ({} properties)",
+        data_dir.display(),
+        stats.entries,
+        stats.properties
+    );
+    println!(
+        "spindle: the HTTP server (web UI, Subsonic, scrobble APIs on {listen}) is not built yet;"
+    );
+    if !music.is_empty() {
+        println!("spindle: scanning music folders is not built yet either.");
+    }
+    println!("spindle: meanwhile, try `spindle db import-json FILE` and `spindle query '*'`.");
+    Ok(ExitCode::SUCCESS)
+}
