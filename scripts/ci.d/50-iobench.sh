@@ -3,13 +3,6 @@
 apt_install fio
 cargo build --release --locked -p spindle
 iobench=(target/release/spindle iobench)
-if ! "${iobench[@]}" --help >/dev/null 2>&1; then
-    # The binary has no iobench subcommand wired in yet: run the same CLI
-    # code through the spindle-io example instead.
-    echo "== spindle iobench not in the binary yet; using the spindle-io example"
-    cargo build --release --locked -p spindle-io --example iobench
-    iobench=(target/release/examples/iobench)
-fi
 work=$(mktemp -d "$ROOT/target/iobench-ci.XXXXXX")
 "${iobench[@]}" "$work" --size 64M --depths 1,8 --engines psync,uring,uring-sqpoll \
     --rw randread,randrw --runtime 1s --rounds 1 --direct --fio \
