@@ -45,3 +45,9 @@ pub use error::ImportError;
 pub use import::{import_records, ImportOptions, ImportReport, Progress, Record, IMPORT_ID_KEY};
 pub use xmms2::{import_xmms2, Xmms2Medialib, XMMS2_SCHEMA_VERSION};
 
+// Scanning music folders (tags read with lofty; see `scan` for the rules).
+pub mod scan;
+pub mod tags;
+
+pub use scan::{scan, ScanError, ScanObserver, ScanOptions, ScanReport};
+pub use tags::{read_file, FileTags, TagError};

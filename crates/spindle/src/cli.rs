@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::cmd::scan::ScanArgs;
 use crate::cmd::{bench::BenchCommand, db::DbCommand, iobench::IobenchArgs, query::QueryArgs};
 
 /// Spindle: your music library, its query language, scrobbling and streaming.
@@ -30,6 +31,8 @@ pub enum Command {
         #[arg(long, default_value = "127.0.0.1:4533")]
         listen: String,
     },
+    /// Add and refresh the audio files of music folders in the library.
+    Scan(ScanArgs),
     /// Query the library with a collection pattern, e.g. 'artist:metallica tracknr>2'.
     Query(QueryArgs),
     /// Low-level database commands: add, set, delete, index, stats, compact, check, import, export.

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod db;
 pub mod iobench;
 pub mod query;
+pub mod scan;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,6 +48,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Serve { music, listen } => serve(&data_dir, music, listen),
         Command::Query(args) => query::run(args, &data_dir),
+        Command::Scan(args) => scan::run(args, &data_dir),
         Command::Db(cmd) => db::run(cmd, &data_dir),
         Command::Iobench(args) => iobench::run(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(cmd) => bench::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
