@@ -51,3 +51,8 @@ pub mod tags;
 
 pub use scan::{scan, ScanError, ScanObserver, ScanOptions, ScanReport};
 pub use tags::{read_file, FileTags, TagError};
+
+// The beets importer, on the shared import path.
+pub mod beets;
+
+pub use beets::{import_beets, BeetsError, BEETS_SOURCE};

@@ -78,6 +78,8 @@ pub enum DbCommand {
     },
     /// Import an XMMS2 medialib.db (SQLite, schema version 36).
     ImportXmms2 { file: PathBuf },
+    /// Import a beets library.db (items, albums, flexible attributes) as source import/beets.
+    ImportBeets { file: PathBuf },
 }
 
 fn parse_value(s: &str, force_string: bool) -> Value {
@@ -308,6 +310,19 @@ pub fn run(cmd: &DbCommand, dir: &Path) -> anyhow::Result<ExitCode> {
         DbCommand::ImportXmms2 { file } => {
             let _ = file;
             bail!("import-xmms2 is not built yet");
+        }
+        DbCommand::ImportBeets { file } => {
+            let db = open_write(dir)?;
+            let opts = spindle_media::ImportOptions::new("beets");
+            let r = spindle_media::import_beets(&db, file, &opts, &mut |_| {})
+                .with_context(|| format!("importing {}", file.display()))?;
+            for note in &r.notes {
+                eprintln!("spindle: note: {note}");
+            }
+            println!(
+                "imported {} beets items: {} created, {} updated, {} unchanged",
+                r.entries, r.created, r.updated, r.unchanged
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
