@@ -56,3 +56,6 @@ pub use tags::{read_file, FileTags, TagError};
 pub mod beets;
 
 pub use beets::{import_beets, BeetsError, BEETS_SOURCE};
+
+// Test files for `spindle bench scan`.
+pub mod bench;

@@ -8,6 +8,8 @@ pub enum BenchCommand {
     /// The library store and query engine against SQLite (XMMS2's medialib
     /// schema and a tuned layout), on a generated library.
     Library(LibraryArgs),
+    /// Scanning files against `beet import -A -C` over the same files.
+    Scan(super::bench_scan::ScanArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -20,5 +22,6 @@ pub struct LibraryArgs {
 pub fn run(cmd: &BenchCommand, _data_dir: &std::path::Path) -> anyhow::Result<()> {
     match cmd {
         BenchCommand::Library(_) => anyhow::bail!("the library benchmark is not built yet"),
+        BenchCommand::Scan(args) => super::bench_scan::run(args),
     }
 }

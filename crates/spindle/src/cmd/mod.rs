@@ -2,6 +2,7 @@
 //! library calls.
 
 pub mod bench;
+pub mod bench_scan;
 pub mod db;
 pub mod iobench;
 pub mod query;
