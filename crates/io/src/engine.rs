@@ -87,6 +87,18 @@ impl UringPolicy {
     }
 }
 
+/// When a plain io_uring engine hands queued requests to the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SubmitMode {
+    /// At once when other requests are in flight (one `io_uring_enter` per
+    /// request, as fio's default `iodepth_batch_submit=1`); a lone request is
+    /// submitted together with the wait for it.
+    #[default]
+    Eager,
+    /// Only in [`IoEngine::wait`]: one `io_uring_enter` per batch.
+    Batch,
+}
+
 /// How to build an engine.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -109,6 +121,8 @@ pub struct EngineConfig {
     pub sqpoll_cpu: Option<u32>,
     /// Whether io_uring may be used at all.
     pub uring: UringPolicy,
+    /// Plain io_uring: when requests go to the kernel.
+    pub submit: SubmitMode,
 }
 
 impl EngineConfig {
@@ -125,6 +139,7 @@ impl EngineConfig {
             sqpoll_idle_ms: 2,
             sqpoll_cpu: None,
             uring: UringPolicy::from_env(),
+            submit: SubmitMode::default(),
         }
     }
 

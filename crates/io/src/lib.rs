@@ -50,9 +50,10 @@ pub mod uring;
 
 pub use engine::{
     open, open_file, open_with_fallback, Access, Completion, EngineConfig, EngineKind, EngineStats,
-    FileId, IoEngine, Op, Request, Slot, UringPolicy, MAX_BUF_SIZE, MAX_DEPTH, URING_ENV,
+    FileId, IoEngine, Op, Request, Slot, SubmitMode, UringPolicy, MAX_BUF_SIZE, MAX_DEPTH,
+    URING_ENV,
 };
 pub use error::{BenchError, SetupError, SubmitError, WaitError};
 pub use psync::PsyncEngine;
-pub use sys::{AlignedBuf, ALIGN};
+pub use sys::{allowed_cpus, pin_current_thread, AlignedBuf, ALIGN};
 pub use uring::UringEngine;

@@ -35,6 +35,8 @@ pub struct FioJob<'a> {
     pub direct: bool,
     pub runtime: Duration,
     pub readonly: bool,
+    /// SQPOLL: the same CPU placement as Spindle's run.
+    pub sqpoll: Option<&'a super::SqpollPlacement>,
 }
 
 impl FioJob<'_> {
@@ -76,6 +78,11 @@ impl FioJob<'_> {
                 ]);
                 if self.engine == EngineKind::UringSqpoll {
                     a.push("--sqthread_poll=1".into());
+                    if let Some(p) = self.sqpoll {
+                        a.push(format!("--sqthread_poll_cpu={}", p.sq_cpu));
+                        let cpus: Vec<String> = p.app_cpus.iter().map(|c| c.to_string()).collect();
+                        a.push(format!("--cpus_allowed={}", cpus.join(",")));
+                    }
                 }
             }
         }
@@ -197,6 +204,7 @@ mod tests {
             direct: true,
             runtime: Duration::from_secs(3),
             readonly: false,
+            sqpoll: None,
         };
         let a = job.args().join(" ");
         for want in [

@@ -81,6 +81,13 @@ pub struct BenchConfig {
     /// The fio program to run.
     pub fio_program: PathBuf,
     pub sqpoll_idle_ms: u32,
+    /// The CPU to pin the SQPOLL kernel thread to.
+    pub sqpoll_cpu: Option<u32>,
+    /// For SQPOLL points, give the kernel thread a CPU of its own (the last
+    /// allowed one, or `sqpoll_cpu`) and keep the application thread off it;
+    /// fio gets the same placement. Off by default: on the 2-CPU machine
+    /// measured it made SQPOLL slower (docs/io-engine.md).
+    pub sqpoll_pin: bool,
     pub uring: UringPolicy,
     /// Base seed of the random offsets.
     pub seed: u64,
@@ -109,6 +116,8 @@ impl BenchConfig {
             fio: false,
             fio_program: PathBuf::from("fio"),
             sqpoll_idle_ms: 2,
+            sqpoll_cpu: None,
+            sqpoll_pin: false,
             uring: UringPolicy::from_env(),
             // A fixed seed, so two runs read the same offsets.
             seed: 0x5EED_5B1D,
@@ -266,6 +275,8 @@ pub struct BenchReport {
     pub device: Option<device::DeviceInfo>,
     /// Engines that were asked for but could not run, and why.
     pub skipped: Vec<String>,
+    /// Where SQPOLL points ran their kernel thread and application.
+    pub sqpoll_placement: Option<SqpollPlacement>,
     pub points: Vec<Point>,
 }
 
@@ -312,6 +323,18 @@ pub fn run(
             }
         }
     }
+    let placement = sqpoll_placement(cfg);
+    if let Some(p) = &placement {
+        progress(Progress::Note(format!(
+            "SQPOLL points: kernel thread on CPU {}, application on CPU {}",
+            p.sq_cpu,
+            p.app_cpus
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        )));
+    }
     let mut points = Vec::new();
     for &rw in &cfg.rws {
         for &engine in &engines {
@@ -329,6 +352,9 @@ pub fn run(
                     runtime: cfg.runtime,
                     seed: cfg.seed ^ depth as u64,
                     sqpoll_idle_ms: cfg.sqpoll_idle_ms,
+                    sqpoll: placement
+                        .clone()
+                        .filter(|_| engine == EngineKind::UringSqpoll),
                     uring: cfg.uring.clone(),
                 };
                 let job = fio::FioJob {
@@ -343,6 +369,9 @@ pub fn run(
                     direct: cfg.direct,
                     runtime: cfg.runtime,
                     readonly: file.readonly(),
+                    sqpoll: placement
+                        .as_ref()
+                        .filter(|_| engine == EngineKind::UringSqpoll),
                 };
                 let mut ours = Vec::new();
                 let mut theirs = Vec::new();
@@ -410,10 +439,39 @@ pub fn run(
         fio_version,
         device,
         skipped,
+        sqpoll_placement: placement,
         points,
     };
     file.finish(progress)?;
     Ok(report)
+}
+
+/// CPUs for an SQPOLL point: the kernel thread's and the application's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SqpollPlacement {
+    pub sq_cpu: u32,
+    pub app_cpus: Vec<usize>,
+}
+
+/// The kernel thread gets the last allowed CPU (or the one asked for), the
+/// application the others; `None` without pinning or with a single CPU.
+fn sqpoll_placement(cfg: &BenchConfig) -> Option<SqpollPlacement> {
+    if !cfg.sqpoll_pin || !cfg.engines.contains(&EngineKind::UringSqpoll) {
+        return None;
+    }
+    let allowed = crate::sys::allowed_cpus().ok()?;
+    let sq = match cfg.sqpoll_cpu {
+        Some(c) => c as usize,
+        None => *allowed.last()?,
+    };
+    let app: Vec<usize> = allowed.into_iter().filter(|&c| c != sq).collect();
+    if app.is_empty() {
+        return None;
+    }
+    Some(SqpollPlacement {
+        sq_cpu: sq as u32,
+        app_cpus: app,
+    })
 }
 
 /// Whether `engine` can be set up here.
@@ -421,5 +479,6 @@ fn probe(cfg: &BenchConfig, engine: EngineKind) -> Result<(), String> {
     let mut c = crate::EngineConfig::new(engine, 1);
     c.uring = cfg.uring.clone();
     c.sqpoll_idle_ms = cfg.sqpoll_idle_ms;
+    c.sqpoll_cpu = cfg.sqpoll_cpu;
     crate::engine::open(&c).map(drop).map_err(|e| e.to_string())
 }

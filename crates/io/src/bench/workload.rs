@@ -32,6 +32,8 @@ pub(crate) struct PointSpec<'a> {
     pub runtime: Duration,
     pub seed: u64,
     pub sqpoll_idle_ms: u32,
+    /// SQPOLL: pin the kernel thread and the application.
+    pub sqpoll: Option<super::SqpollPlacement>,
     pub uring: UringPolicy,
 }
 
@@ -77,6 +79,7 @@ fn engine_for(
     config.direct = spec.direct;
     config.max_files = 1;
     config.sqpoll_idle_ms = spec.sqpoll_idle_ms;
+    config.sqpoll_cpu = spec.sqpoll.as_ref().map(|p| p.sq_cpu);
     config.uring = spec.uring.clone();
     let mut engine = crate::engine::open(&config).map_err(setup)?;
     let access = if spec.readonly {
@@ -89,8 +92,31 @@ fn engine_for(
     Ok((engine, id))
 }
 
-/// io_uring: one thread, `depth` requests in flight.
+/// io_uring: one thread, `depth` requests in flight. It runs on a thread
+/// of its own, so that pinning it for SQPOLL leaves the caller's alone.
 fn run_ring(spec: &PointSpec<'_>) -> Result<Measurement, BenchError> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Some(p) = &spec.sqpoll {
+                crate::sys::pin_current_thread(&p.app_cpus).map_err(|source| {
+                    BenchError::Other {
+                        context: format!("pinning the application to CPUs {:?}", p.app_cpus),
+                        source,
+                    }
+                })?;
+            }
+            run_ring_here(spec)
+        })
+        .join()
+        .unwrap_or_else(|_| {
+            Err(BenchError::Config(
+                "the io_uring driver thread panicked".into(),
+            ))
+        })
+    })
+}
+
+fn run_ring_here(spec: &PointSpec<'_>) -> Result<Measurement, BenchError> {
     let (mut engine, file) = engine_for(spec, spec.depth)?;
     let cpu0 = cpu_time();
     let start = Instant::now();

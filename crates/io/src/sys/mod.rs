@@ -10,7 +10,9 @@
 //!   owns both the ring and the buffers and tracks which slots the kernel is
 //!   writing into, so no Rust reference to a buffer can exist while the
 //!   kernel owns it, and no buffer is freed while a request is in flight.
-//! - [`cpu_time`], which calls `getrusage(RUSAGE_SELF)`.
+//! - [`cpu_time`], which calls `getrusage(RUSAGE_SELF)`, and
+//!   [`allowed_cpus`] / [`pin_current_thread`], which call
+//!   `sched_getaffinity` / `sched_setaffinity`.
 #![allow(unsafe_code)]
 
 pub(crate) mod ring;
@@ -120,6 +122,41 @@ pub fn cpu_time() -> Duration {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
+/// The CPUs the calling thread may run on.
+pub fn allowed_cpus() -> std::io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is a plain bit array; all-zero is a valid (empty) set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: we pass the size of the set we own and a pointer to it; pid 0
+    // means the calling thread.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is below CPU_SETSIZE, the set's capacity.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect())
+}
+
+/// Restricts the calling thread to `cpus` (ignoring numbers beyond the
+/// kernel's set size).
+pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: as in `allowed_cpus`.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+        // SAFETY: `cpu` is below CPU_SETSIZE, the set's capacity.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: we pass a pointer to the set we own and its exact size; pid 0
+    // means the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +171,20 @@ mod tests {
             buf.as_mut_slice().fill(0xA5);
             assert!(buf.as_slice().iter().all(|&b| b == 0xA5));
         }
+    }
+
+    #[test]
+    fn pinning_restricts_and_restores_the_thread() {
+        std::thread::spawn(|| {
+            let all = allowed_cpus().unwrap();
+            assert!(!all.is_empty());
+            pin_current_thread(&all[..1]).unwrap();
+            assert_eq!(allowed_cpus().unwrap(), &all[..1]);
+            pin_current_thread(&all).unwrap();
+            assert_eq!(allowed_cpus().unwrap(), all);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -60,17 +60,19 @@ pub(crate) struct SlotRing {
     n_in_flight: usize,
     unsubmitted: usize,
     sqpoll: bool,
+    eager: bool,
     counters: RingCounters,
 }
 
 impl SlotRing {
     /// A ring with `slots` registered buffers of `buf_size` bytes and a
-    /// sparse table of `files` registered files.
+    /// sparse table of `files` registered files. `eager`: see [`Self::push`].
     pub fn new(
         slots: usize,
         buf_size: usize,
         files: u32,
         sqpoll: Option<SqpollSetup>,
+        eager: bool,
     ) -> io::Result<SlotRing> {
         let entries = slots.max(1).next_power_of_two() as u32;
         let build = |coop: bool| {
@@ -118,6 +120,7 @@ impl SlotRing {
             n_in_flight: 0,
             unsubmitted: 0,
             sqpoll: sqpoll.is_some(),
+            eager,
             counters: RingCounters::default(),
         })
     }
@@ -154,8 +157,9 @@ impl SlotRing {
 
     /// Queues a read into (or write from) the first `len` bytes of the slot's
     /// buffer, at `offset` of the registered file `file`. The request reaches
-    /// the kernel at the next [`Self::submit`] or [`Self::wait`], or, with
-    /// SQPOLL, as soon as the kernel thread looks.
+    /// the kernel at the next [`Self::flush`] or [`Self::wait`]; at once when
+    /// `eager` and other requests are in flight; with SQPOLL, as soon as the
+    /// kernel thread looks.
     pub fn push(
         &mut self,
         op: RingOp,
@@ -203,7 +207,12 @@ impl SlotRing {
         self.in_flight[slot] = true;
         self.n_in_flight += 1;
         self.unsubmitted += 1;
-        if self.sqpoll {
+        // SQPOLL: publish at once (a system call only if the poller
+        // sleeps). Plain, eager: when other requests are already at the
+        // device, send this one now instead of holding it until the next
+        // wait; a lone request waits, so submitting and waiting share one
+        // io_uring_enter.
+        if self.sqpoll || (self.eager && self.n_in_flight > 1) {
             self.flush().map_err(PushError::Io)?;
         }
         Ok(())

@@ -64,6 +64,13 @@ pub struct IobenchArgs {
     /// Milliseconds the SQPOLL kernel thread polls an idle ring before it sleeps.
     #[arg(long, default_value_t = 2, value_name = "MS")]
     pub sqpoll_idle: u32,
+    /// Give the SQPOLL kernel thread a CPU of its own (the last one allowed,
+    /// or --sqpoll-cpu) and keep the application off it; fio gets the same.
+    #[arg(long)]
+    pub sqpoll_pin: bool,
+    /// The CPU for the SQPOLL kernel thread (implies --sqpoll-pin).
+    #[arg(long, value_name = "CPU")]
+    pub sqpoll_cpu: Option<u32>,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -91,6 +98,8 @@ fn config(args: &IobenchArgs) -> anyhow::Result<BenchConfig> {
     cfg.fio = args.fio;
     cfg.fio_program = args.fio_bin.clone();
     cfg.sqpoll_idle_ms = args.sqpoll_idle;
+    cfg.sqpoll_cpu = args.sqpoll_cpu;
+    cfg.sqpoll_pin = args.sqpoll_pin || args.sqpoll_cpu.is_some();
     if args.no_uring {
         cfg.uring = UringPolicy::Deny("--no-uring".into());
     }

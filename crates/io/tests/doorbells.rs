@@ -1,0 +1,99 @@
+//! How often the engines enter the kernel: once per batch in batch mode,
+//! and with SQPOLL only to wake the poller or to wait.
+
+mod common;
+
+use spindle_io::{
+    open, open_file, Access, EngineConfig, EngineKind, IoEngine, Op, Request, Slot, SubmitMode,
+    UringPolicy,
+};
+
+fn reads(
+    kind: EngineKind,
+    submit: SubmitMode,
+) -> (Box<dyn IoEngine>, spindle_io::FileId, common::TempDir) {
+    let dir = common::TempDir::new(&format!("doorbell-{kind}-{submit:?}"));
+    let (path, _) = common::random_file(&dir, "data", 1 << 20, 11);
+    let mut c = EngineConfig::new(kind, 8);
+    c.uring = UringPolicy::Allow;
+    c.submit = submit;
+    c.sqpoll_idle_ms = 1000;
+    let mut e = open(&c).unwrap();
+    let f = e
+        .add_file(
+            open_file(&path, Access::ReadOnly, false).unwrap(),
+            Access::ReadOnly,
+        )
+        .unwrap();
+    (e, f, dir)
+}
+
+fn submit_all(e: &mut dyn IoEngine, file: spindle_io::FileId) {
+    for s in 0..8 {
+        let req = Request {
+            file,
+            op: Op::Read,
+            offset: s as u64 * 8192,
+            len: 4096,
+            slot: Slot(s),
+        };
+        e.submit(req).unwrap();
+    }
+}
+
+#[test]
+fn batch_mode_sends_eight_requests_and_waits_for_them_in_one_kernel_entry() {
+    let (mut e, file, _dir) = reads(EngineKind::Uring, SubmitMode::Batch);
+    submit_all(e.as_mut(), file);
+    assert_eq!(
+        e.stats().syscalls,
+        0,
+        "nothing reaches the kernel before wait"
+    );
+    let mut done = Vec::new();
+    e.wait(8, &mut done).unwrap();
+    assert_eq!(done.len(), 8);
+    assert!(done.iter().all(|c| c.is_full()));
+    assert_eq!(e.stats().syscalls, 1, "{:?}", e.stats());
+}
+
+#[test]
+fn eager_mode_sends_each_request_while_others_are_in_flight() {
+    let (mut e, file, _dir) = reads(EngineKind::Uring, SubmitMode::Eager);
+    submit_all(e.as_mut(), file);
+    // The first waits to share an entry with the wait; the other 7 go at once.
+    assert_eq!(e.stats().syscalls, 7, "{:?}", e.stats());
+    let mut done = Vec::new();
+    while done.len() < 8 {
+        e.wait(1, &mut done).unwrap();
+    }
+}
+
+#[test]
+fn sqpoll_submits_without_entering_the_kernel_while_the_poller_is_awake() {
+    let (mut e, file, _dir) = reads(EngineKind::UringSqpoll, SubmitMode::Eager);
+    // One round trip wakes the poller; with an idle time of 1 s it then
+    // stays awake for what follows.
+    let warm = Request {
+        file,
+        op: Op::Read,
+        offset: 0,
+        len: 4096,
+        slot: Slot(0),
+    };
+    e.submit(warm).unwrap();
+    let mut done = Vec::new();
+    e.wait(1, &mut done).unwrap();
+    let before = e.stats();
+    submit_all(e.as_mut(), file);
+    let after = e.stats();
+    assert_eq!(
+        after.sqpoll_wakeups, before.sqpoll_wakeups,
+        "{before:?} -> {after:?}"
+    );
+    done.clear();
+    while done.len() < 8 {
+        e.wait(8 - done.len(), &mut done).unwrap();
+    }
+    assert!(done.iter().all(|c| c.is_full()));
+}
