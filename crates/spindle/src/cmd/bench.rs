@@ -1,6 +1,10 @@
-//! `spindle bench …`: comparison benchmarks (placeholder).
+//! `spindle bench …`: comparison benchmarks.
 
+use std::path::PathBuf;
+
+use anyhow::Context;
 use clap::Subcommand;
+use spindle_bench::{run_library, spawn_worker, worker_main, BenchError, LibraryConfig, Side};
 
 /// Benchmarks that run Spindle and a peer in one run and print ratios.
 #[derive(Debug, Subcommand)]
@@ -10,18 +14,119 @@ pub enum BenchCommand {
     Library(LibraryArgs),
     /// Scanning files against `beet import -A -C` over the same files.
     Scan(super::bench_scan::ScanArgs),
+    /// One contestant of `bench library`, in a process of its own (internal).
+    #[command(hide = true)]
+    LibraryWorker {
+        /// The request, as JSON.
+        request: String,
+    },
 }
 
 #[derive(Debug, clap::Args)]
 pub struct LibraryArgs {
     /// Number of entries to generate.
     #[arg(long, default_value_t = 10_000)]
-    pub entries: usize,
+    pub entries: u32,
+    /// Several sizes in one run, e.g. 10000,100000 (overrides --entries).
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    pub sizes: Vec<u32>,
+    /// Timed rounds of the seven queries (after one warm-up round).
+    #[arg(long, default_value_t = 10)]
+    pub rounds: usize,
+    /// Seed of the generated library.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Contestants: spindle, tuned, xmms2.
+    #[arg(long, value_delimiter = ',', default_value = "spindle,tuned,xmms2")]
+    pub sides: Vec<String>,
+    /// Keep the loaded libraries in DIR (one subdirectory per size with
+    /// --sizes) and reuse them on the next run with the same size and seed.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Print the reports as JSON instead of Markdown tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Also print the SQL each SQLite layout runs for the seven queries.
+    #[arg(long)]
+    pub show_sql: bool,
 }
 
 pub fn run(cmd: &BenchCommand, _data_dir: &std::path::Path) -> anyhow::Result<()> {
     match cmd {
-        BenchCommand::Library(_) => anyhow::bail!("the library benchmark is not built yet"),
+        BenchCommand::Library(args) => library(args),
         BenchCommand::Scan(args) => super::bench_scan::run(args),
+        BenchCommand::LibraryWorker { request } => {
+            println!("{}", worker_main(request)?);
+            Ok(())
+        }
     }
+}
+
+fn library(args: &LibraryArgs) -> anyhow::Result<()> {
+    let sides = args
+        .sides
+        .iter()
+        .map(|s| {
+            Side::parse(s.trim())
+                .with_context(|| format!("unknown contestant '{s}' (spindle, tuned, xmms2)"))
+        })
+        .collect::<anyhow::Result<Vec<Side>>>()?;
+    let sizes = if args.sizes.is_empty() {
+        vec![args.entries]
+    } else {
+        args.sizes.clone()
+    };
+    if sizes.contains(&0) {
+        anyhow::bail!("--entries must be at least 1");
+    }
+    let exe = std::env::current_exe().context("finding the spindle executable for the workers")?;
+    let mut reports = Vec::new();
+    for &n in &sizes {
+        let (work, temporary) = match &args.keep {
+            Some(dir) if sizes.len() > 1 => (dir.join(n.to_string()), false),
+            Some(dir) => (dir.clone(), false),
+            None => (
+                std::env::temp_dir().join(format!("spindle-bench-{}-{n}", std::process::id())),
+                true,
+            ),
+        };
+        let mut cfg = LibraryConfig::new(n, work.clone());
+        cfg.rounds = args.rounds;
+        cfg.seed = args.seed;
+        cfg.sides = sides.clone();
+        eprintln!("== bench library: {n} entries");
+        let result = run_library(
+            &cfg,
+            &mut |req| spawn_worker(&exe, &["bench", "library-worker"], req),
+            &mut |line| eprintln!("   {line}"),
+        );
+        if args.show_sql && result.is_ok() {
+            for side in sides.iter().filter(|s| **s != Side::Spindle) {
+                println!("-- {}", side.label());
+                for (q, sql) in spindle_bench::QUERIES
+                    .iter()
+                    .zip(spindle_bench::sql_statements(&work, *side)?)
+                {
+                    println!("-- {q}\n{sql};\n");
+                }
+            }
+        }
+        match (&result, temporary) {
+            // Keep the rows of a disagreement for a look.
+            (Err(BenchError::Mismatch(_)), _) => {}
+            (_, true) => {
+                let _ = std::fs::remove_dir_all(&work);
+            }
+            _ => {}
+        }
+        let report = result.with_context(|| format!("bench library at {n} entries"))?;
+        if !args.json {
+            println!("{}", report.render());
+        }
+        reports.push(report);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    }
+    Ok(())
 }
