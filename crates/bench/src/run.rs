@@ -51,6 +51,9 @@ struct Manifest {
     properties: u64,
     sides: Vec<Side>,
     load_secs: Vec<(Side, f64)>,
+    /// The store's data-file header when Spindle's copy was written.
+    #[serde(default)]
+    store_stamp: Vec<u8>,
 }
 
 /// Runs a worker for a request, normally in a child process
@@ -114,41 +117,91 @@ fn owned_paths(work: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// Load the generated library into every requested contestant, unless
-/// the work dir already holds exactly that.
+/// The header (magic and format version) of a data file this build of
+/// the store writes, so that kept Spindle data from another build is
+/// reloaded rather than misread.
+fn store_stamp(work: &Path) -> Result<Vec<u8>, BenchError> {
+    let dir = work.join(".stamp");
+    if dir.exists() {
+        fs::remove_dir_all(&dir)?;
+    }
+    {
+        let db = spindle_store::Db::open(&dir)?;
+        db.commit(vec![spindle_store::Op::CreateEntry(1)])?;
+        db.compact()?;
+    }
+    let bytes = fs::read(dir.join(spindle_store::DATA_FILE))?;
+    fs::remove_dir_all(&dir)?;
+    Ok(bytes[..bytes.len().min(12)].to_vec())
+}
+
+fn remove_side(work: &Path, side: Side) -> Result<(), BenchError> {
+    let p = side.path(work);
+    if p.is_dir() {
+        fs::remove_dir_all(&p)?;
+    }
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let f = PathBuf::from(format!("{}{suffix}", p.display()));
+        if f.is_file() {
+            fs::remove_file(&f)?;
+        }
+    }
+    Ok(())
+}
+
+/// Load the generated library into the requested contestants that the
+/// work dir does not hold yet (same size, seed and formats).
 fn prepare(cfg: &LibraryConfig, log: &mut dyn FnMut(&str)) -> Result<Manifest, BenchError> {
     let work = &cfg.work_dir;
-    if let Ok(text) = fs::read_to_string(work.join(MANIFEST)) {
-        if let Ok(m) = serde_json::from_str::<Manifest>(&text) {
-            if m.version == DATA_VERSION
-                && m.entries == cfg.entries
-                && m.seed == cfg.seed
-                && cfg.sides.iter().all(|s| m.sides.contains(s))
-            {
-                log(&format!("reusing the library loaded in {}", work.display()));
-                return Ok(m);
-            }
-        }
-    } else if work.exists() {
+    let kept = fs::read_to_string(work.join(MANIFEST))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Manifest>(&t).ok())
+        .filter(|m| m.version == DATA_VERSION && m.entries == cfg.entries && m.seed == cfg.seed);
+    if kept.is_none() && work.exists() {
         let owned = owned_paths(work);
         let foreign = fs::read_dir(work)?
             .filter_map(Result::ok)
-            .any(|e| !owned.contains(&e.path()));
+            .any(|e| !owned.contains(&e.path()) && e.file_name() != ".stamp");
         if foreign {
             return Err(BenchError::Io(std::io::Error::other(format!(
                 "{} holds files that are not this benchmark's; give an empty or new directory",
                 work.display()
             ))));
         }
-    }
-    for p in owned_paths(work) {
-        if p.is_dir() {
-            fs::remove_dir_all(&p)?;
-        } else if p.exists() {
-            fs::remove_file(&p)?;
+        for p in owned_paths(work) {
+            if p.is_dir() {
+                fs::remove_dir_all(&p)?;
+            } else if p.exists() {
+                fs::remove_file(&p)?;
+            }
         }
     }
     fs::create_dir_all(work)?;
+    let stamp = store_stamp(work)?;
+    let mut m = kept.unwrap_or(Manifest {
+        version: DATA_VERSION,
+        entries: cfg.entries,
+        seed: cfg.seed,
+        properties: 0,
+        sides: Vec::new(),
+        load_secs: Vec::new(),
+        store_stamp: Vec::new(),
+    });
+    let need: Vec<Side> = cfg
+        .sides
+        .iter()
+        .copied()
+        .filter(|s| !m.sides.contains(s) || (*s == Side::Spindle && m.store_stamp != stamp))
+        .collect();
+    if need.is_empty() {
+        log(&format!("reusing the library loaded in {}", work.display()));
+        return Ok(m);
+    }
+    for s in &need {
+        remove_side(work, *s)?;
+        m.sides.retain(|x| x != s);
+        m.load_secs.retain(|(x, _)| x != s);
+    }
 
     let gen = Generator::new(cfg.entries, cfg.seed);
     let properties: u64 = gen.tracks().map(|t| t.props.len() as u64).sum();
@@ -156,14 +209,13 @@ fn prepare(cfg: &LibraryConfig, log: &mut dyn FnMut(&str)) -> Result<Manifest, B
         "loading {} entries ({} properties) into {}",
         cfg.entries,
         properties,
-        cfg.sides
-            .iter()
+        need.iter()
             .map(|s| s.label())
             .collect::<Vec<_>>()
             .join(", ")
     ));
     let mut sinks: Vec<(String, Box<dyn Sink>)> = Vec::new();
-    for s in &cfg.sides {
+    for s in &need {
         let path = s.path(work);
         let sink: Box<dyn Sink> = match s {
             Side::Spindle => Box::new(SpindleSink::create(&path)?),
@@ -180,18 +232,14 @@ fn prepare(cfg: &LibraryConfig, log: &mut dyn FnMut(&str)) -> Result<Manifest, B
             next_report += total / 10;
         }
     })?;
-    let load_secs = times
-        .into_iter()
-        .filter_map(|(name, t)| Side::parse(&name).map(|s| (s, t.as_secs_f64())))
-        .collect();
-    let m = Manifest {
-        version: DATA_VERSION,
-        entries: cfg.entries,
-        seed: cfg.seed,
-        properties,
-        sides: cfg.sides.clone(),
-        load_secs,
-    };
+    m.load_secs.extend(
+        times
+            .into_iter()
+            .filter_map(|(name, t)| Side::parse(&name).map(|s| (s, t.as_secs_f64()))),
+    );
+    m.sides.extend(need);
+    m.properties = properties;
+    m.store_stamp = stamp;
     let json = serde_json::to_string_pretty(&m).map_err(|e| BenchError::Worker(e.to_string()))?;
     fs::write(work.join(MANIFEST), json)?;
     Ok(m)

@@ -360,10 +360,11 @@ impl SqlSide {
         let file_kib = std::fs::metadata(path)?.len() / 1024;
         let conn = Connection::open(path)?;
         // A page cache that holds the whole file: Spindle keeps all its
-        // data in memory, so SQLite may too.
+        // data in memory, so SQLite may too (up to 4 GiB; beyond that the
+        // kernel's page cache still holds the file).
+        let cache_kib = (file_kib + file_kib / 8 + 1024).min(4 << 20);
         conn.execute_batch(&format!(
-            "PRAGMA cache_size = -{}; PRAGMA temp_store = MEMORY; PRAGMA query_only = 0;",
-            file_kib + file_kib / 8 + 1024
+            "PRAGMA cache_size = -{cache_kib}; PRAGMA temp_store = MEMORY;"
         ))?;
         conn.set_prepared_statement_cache_capacity(32);
         conn.execute_batch(
