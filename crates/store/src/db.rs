@@ -83,105 +83,41 @@ impl Db {
 
     fn open_inner(dir: &Path, read_only: bool) -> Result<Db, OpenError> {
         let started = std::time::Instant::now();
-        let mut report = OpenReport::default();
-        if !read_only {
+        if !read_only && !dir.is_dir() {
             fs::create_dir_all(dir).map_err(io_err(dir))?;
+            // Make the new directory itself durable, or a power loss could
+            // take it, and every commit in it, away.
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                sync_dir(parent).map_err(io_err(parent))?;
+            }
         }
         let lock = if read_only {
             None
         } else {
             Some(take_lock(&dir.join(LOCK_FILE))?)
         };
-        let data_path = dir.join(DATA_FILE);
-        let log_path = dir.join(LOG_FILE);
-
-        let (mut lib, generation, indexes) =
-            match log::read_file(&data_path).map_err(io_err(&data_path))? {
-                Some(bytes) => snapshot::read(&bytes).map_err(|e| match e {
-                    snapshot::ReadError::Magic => OpenError::BadMagic {
-                        path: data_path.clone(),
-                        what: "data file",
-                    },
-                    snapshot::ReadError::Version(v) => OpenError::Version {
-                        path: data_path.clone(),
-                        found: v,
-                        supported: snapshot::DATA_VERSION,
-                    },
-                    snapshot::ReadError::Corrupt(detail) => OpenError::Corrupt {
-                        path: data_path.clone(),
-                        detail,
-                    },
-                })?,
-                None => (Library::new(), 0, Vec::new()),
-            };
-        // Indexes first, so replayed ops maintain them incrementally.
-        snapshot::build_indexes(&mut lib, &indexes);
-
-        let mut seq = 0u64;
-        let mut good_len = None;
-        if let Some(bytes) = log::read_file(&log_path).map_err(io_err(&log_path))? {
-            match log::read_log(&bytes) {
-                Ok(contents) if contents.generation == generation => {
-                    for (s, ops) in &contents.txns {
-                        for op in ops {
-                            lib.apply(op);
-                        }
-                        seq = *s;
-                    }
-                    report.replayed = contents.txns.len();
-                    if let Some(why) = &contents.dropped_tail {
-                        report.warnings.push(format!(
-                            "{}: dropped {} bytes of incomplete or corrupt log tail ({why}); the database is at its last good commit",
-                            log_path.display(),
-                            contents.file_len - contents.good_len
-                        ));
-                    }
-                    good_len = Some(contents.good_len);
+        // A reader without the lock can race a writer's compaction: it may
+        // read the old data file and then the new log. That pair is never
+        // on disk at rest, so read both again.
+        let mut attempt = 0;
+        let loaded = loop {
+            match load(dir)? {
+                Loaded::Raced(_) if read_only && attempt < 20 => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(5));
                 }
-                Ok(contents) if contents.generation < generation => {
-                    // A compaction finished its data file but not the new
-                    // log: everything in this log is in the data file.
-                    report.warnings.push(format!(
-                        "{}: stale log of generation {} ignored (data file is generation {generation})",
-                        log_path.display(),
-                        contents.generation
-                    ));
-                }
-                Ok(contents) => {
-                    return Err(OpenError::Corrupt {
-                        path: log_path.clone(),
-                        detail: format!(
-                            "log generation {} is newer than the data file's {generation}; the data file is missing or old",
-                            contents.generation
-                        ),
-                    })
-                }
-                Err(HeaderError::Magic) => {
-                    return Err(OpenError::BadMagic {
-                        path: log_path.clone(),
-                        what: "log",
-                    })
-                }
-                Err(HeaderError::Version(v)) => {
-                    return Err(OpenError::Version {
-                        path: log_path.clone(),
-                        found: v,
-                        supported: log::LOG_VERSION,
-                    })
-                }
-                Err(HeaderError::Corrupt(detail)) if bytes.len() < log::LOG_HEADER_LEN as usize => {
-                    // A log whose header never made it to disk holds nothing.
-                    report.warnings.push(format!("{}: {detail}; recreated", log_path.display()));
-                }
-                Err(HeaderError::Corrupt(detail)) => {
-                    return Err(OpenError::Corrupt {
-                        path: log_path.clone(),
-                        detail,
-                    })
-                }
+                Loaded::Raced(e) => return Err(e),
+                Loaded::Ok(l) => break l,
             }
-        }
-
+        };
+        let State {
+            lib,
+            generation,
+            seq,
+            good_len,
+            mut report,
+        } = *loaded;
+        let log_path = dir.join(LOG_FILE);
         let log = if read_only {
             None
         } else {
@@ -228,7 +164,13 @@ impl Db {
     }
 
     /// Apply `ops` atomically and durably: when this returns `Ok`, the
-    /// transaction is in the fsynced log. On `Err`, nothing was applied.
+    /// transaction is in the fsynced log. Readers of this `Db` may see it
+    /// a moment earlier, while its log write is in flight.
+    ///
+    /// On a validation error nothing was applied. On
+    /// [`CommitError::Io`] the transaction may be visible in memory and
+    /// may or may not have reached the disk; the `Db` refuses further
+    /// commits, and reopening shows what is durable.
     pub fn commit(&self, ops: Vec<Op>) -> Result<(), CommitError> {
         let log = self.log.as_ref().ok_or(CommitError::ReadOnly)?;
         if self.poisoned.load(Ordering::SeqCst) {
@@ -241,8 +183,8 @@ impl Db {
             let mut lib = self.lib.write().unwrap_or_else(|p| p.into_inner());
             lib.validate(&ops)?;
             let mut seq = self.seq.lock().unwrap_or_else(|p| p.into_inner());
+            let record = log::encode_record(*seq + 1, &ops).map_err(CommitError::TooLarge)?;
             *seq += 1;
-            let record = log::encode_record(*seq, &ops);
             let ticket = log.enqueue(&record).map_err(|e| {
                 self.poisoned.store(true, Ordering::SeqCst);
                 CommitError::Io(std::io::Error::other(e))
@@ -263,7 +205,11 @@ impl Db {
     }
 
     /// Rewrite the data file from memory (to `<file>.tmp`, then renamed)
-    /// and start an empty log. Readers keep going meanwhile.
+    /// and start an empty log. Readers keep going meanwhile; commits wait.
+    ///
+    /// If it fails before the rename, the old data file and log are
+    /// untouched. If it fails after (the new log could not be created),
+    /// the data on disk is complete but this `Db` refuses further commits.
     pub fn compact(&self) -> Result<u64, CompactError> {
         let log = self.log.as_ref().ok_or(CompactError::ReadOnly)?;
         let data_path = self.dir.join(DATA_FILE);
@@ -279,8 +225,20 @@ impl Db {
         let generation = self.generation.load(Ordering::SeqCst) + 1;
         let bytes = snapshot::write(&lib, generation, &tmp).map_err(err(&tmp))?;
         fs::rename(&tmp, &data_path).map_err(err(&data_path))?;
-        sync_dir(&self.dir).map_err(err(&self.dir))?;
-        let fresh = new_log(&self.dir, generation).map_err(err(&self.dir.join(LOG_FILE)))?;
+        // From here on the data file on disk is of the new generation, so
+        // the old log is stale: a commit appended to it now would be
+        // acknowledged and then ignored on reopen. If switching logs
+        // fails, refuse further commits.
+        let switched = sync_dir(&self.dir)
+            .map_err(err(&self.dir))
+            .and_then(|()| new_log(&self.dir, generation).map_err(err(&self.dir.join(LOG_FILE))));
+        let fresh = match switched {
+            Ok(fresh) => fresh,
+            Err(e) => {
+                self.poisoned.store(true, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
         let inner = fresh.into_file();
         log.replace(inner, log::LOG_HEADER_LEN);
         self.generation.store(generation, Ordering::SeqCst);
@@ -317,6 +275,129 @@ impl LogWriter {
     fn into_file(self) -> File {
         self.into_inner_file()
     }
+}
+
+/// The library as the data file and the log describe it.
+struct State {
+    lib: Library,
+    generation: u64,
+    /// Sequence number of the last replayed record.
+    seq: u64,
+    /// Where the log's good records end, if the log is to be appended to
+    /// (`None`: write a fresh log).
+    good_len: Option<u64>,
+    report: OpenReport,
+}
+
+enum Loaded {
+    Ok(Box<State>),
+    /// The log is of a newer generation than the data file.
+    Raced(OpenError),
+}
+
+/// Read the data file, then replay the log over it.
+fn load(dir: &Path) -> Result<Loaded, OpenError> {
+    let mut report = OpenReport::default();
+    let data_path = dir.join(DATA_FILE);
+    let log_path = dir.join(LOG_FILE);
+
+    let (mut lib, generation, indexes) = match log::read_file(&data_path)
+        .map_err(io_err(&data_path))?
+    {
+        Some(bytes) => snapshot::read(&bytes, snapshot::NO_SLOT_LIMIT).map_err(|e| match e {
+            snapshot::ReadError::Magic => OpenError::BadMagic {
+                path: data_path.clone(),
+                what: "data file",
+            },
+            snapshot::ReadError::Version(v) => OpenError::Version {
+                path: data_path.clone(),
+                found: v,
+                supported: snapshot::DATA_VERSION,
+            },
+            snapshot::ReadError::Corrupt(detail) => OpenError::Corrupt {
+                path: data_path.clone(),
+                detail,
+            },
+        })?,
+        None => (Library::new(), 0, Vec::new()),
+    };
+    // Indexes first, so replayed ops maintain them incrementally.
+    snapshot::build_indexes(&mut lib, &indexes);
+
+    let mut seq = 0u64;
+    let mut good_len = None;
+    if let Some(bytes) = log::read_file(&log_path).map_err(io_err(&log_path))? {
+        match log::read_log(&bytes) {
+            Ok(contents) if contents.generation == generation => {
+                for (s, ops) in &contents.txns {
+                    for op in ops {
+                        lib.apply(op);
+                    }
+                    seq = *s;
+                }
+                report.replayed = contents.txns.len();
+                if let Some(why) = &contents.dropped_tail {
+                    report.warnings.push(format!(
+                        "{}: dropped {} bytes of incomplete or corrupt log tail ({why}); the database is at its last good commit",
+                        log_path.display(),
+                        contents.file_len - contents.good_len
+                    ));
+                }
+                good_len = Some(contents.good_len);
+            }
+            Ok(contents) if contents.generation < generation => {
+                // A compaction finished its data file but not the new
+                // log: everything in this log is in the data file.
+                report.warnings.push(format!(
+                    "{}: stale log of generation {} ignored (data file is generation {generation})",
+                    log_path.display(),
+                    contents.generation
+                ));
+            }
+            Ok(contents) => {
+                return Ok(Loaded::Raced(OpenError::Corrupt {
+                    path: log_path.clone(),
+                    detail: format!(
+                        "log generation {} is newer than the data file's {generation}; the data file is missing or old",
+                        contents.generation
+                    ),
+                }))
+            }
+            Err(HeaderError::Magic) => {
+                return Err(OpenError::BadMagic {
+                    path: log_path.clone(),
+                    what: "log",
+                })
+            }
+            Err(HeaderError::Version(v)) => {
+                return Err(OpenError::Version {
+                    path: log_path.clone(),
+                    found: v,
+                    supported: log::LOG_VERSION,
+                })
+            }
+            Err(HeaderError::Corrupt(detail)) if bytes.len() < log::LOG_HEADER_LEN as usize => {
+                // A log whose header never made it to disk holds nothing;
+                // a writer replaces it with a fresh one.
+                report
+                    .warnings
+                    .push(format!("{}: {detail}; ignored", log_path.display()));
+            }
+            Err(HeaderError::Corrupt(detail)) => {
+                return Err(OpenError::Corrupt {
+                    path: log_path.clone(),
+                    detail,
+                })
+            }
+        }
+    }
+    Ok(Loaded::Ok(Box::new(State {
+        lib,
+        generation,
+        seq,
+        good_len,
+        report,
+    })))
 }
 
 /// Create an empty log for `generation` (via a temporary name).

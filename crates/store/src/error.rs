@@ -53,6 +53,8 @@ pub enum CommitError {
     ReservedKey(String),
     #[error("too many distinct sources (the limit is 65535)")]
     TooManySources,
+    #[error("the transaction encodes to {0} bytes, more than a log record holds (4 GiB); commit it in parts")]
+    TooLarge(u64),
     #[error("writing the log failed: {0}; the database refuses further writes until reopened")]
     Io(#[from] std::io::Error),
     #[error("an earlier write failed; reopen the database")]

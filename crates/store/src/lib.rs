@@ -36,6 +36,8 @@ mod db;
 mod engine;
 pub mod error;
 pub mod fold;
+#[doc(hidden)]
+pub mod fuzzing;
 mod index;
 mod intern;
 mod log;

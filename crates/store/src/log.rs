@@ -24,8 +24,6 @@ use crate::op::Op;
 pub(crate) const LOG_MAGIC: &[u8; 8] = b"SPNDLLOG";
 pub(crate) const LOG_VERSION: u32 = 1;
 pub(crate) const LOG_HEADER_LEN: u64 = 24;
-/// A record larger than this is treated as corruption, not allocated.
-const MAX_RECORD: u32 = 1 << 30;
 
 pub(crate) fn header(generation: u64) -> Vec<u8> {
     let mut w = Writer::with_capacity(LOG_HEADER_LEN as usize);
@@ -37,8 +35,9 @@ pub(crate) fn header(generation: u64) -> Vec<u8> {
     w.into_inner()
 }
 
-/// Encode one transaction as a complete log record.
-pub(crate) fn encode_record(seq: u64, ops: &[Op]) -> Vec<u8> {
+/// Encode one transaction as a complete log record. Fails with the
+/// payload's size if it does not fit the record's u32 length field.
+pub(crate) fn encode_record(seq: u64, ops: &[Op]) -> Result<Vec<u8>, u64> {
     let mut p = Writer::with_capacity(64 * ops.len() + 16);
     p.u64(seq);
     p.varint(ops.len() as u64);
@@ -46,11 +45,12 @@ pub(crate) fn encode_record(seq: u64, ops: &[Op]) -> Vec<u8> {
         op.encode(&mut p);
     }
     let payload = p.into_inner();
+    let len = u32::try_from(payload.len()).map_err(|_| payload.len() as u64)?;
     let mut out = Vec::with_capacity(payload.len() + 8);
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&payload);
-    out
+    Ok(out)
 }
 
 /// What reading a log found.
@@ -129,13 +129,12 @@ fn read_record(b: &[u8]) -> Result<(u64, Vec<Op>, usize), FormatError> {
     }
     let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     let crc = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
-    if len > MAX_RECORD {
-        return Err(FormatError::new(format!("implausible record length {len}")));
-    }
-    let end = 8 + len as usize;
-    if b.len() < end {
-        return Err(FormatError::new("incomplete record"));
-    }
+    // No allocation depends on `len`: the record is a slice of `b`.
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|l| l.checked_add(8))
+        .filter(|&end| end <= b.len())
+        .ok_or_else(|| FormatError::new("incomplete record"))?;
     let payload = &b[8..end];
     if crc32fast::hash(payload) != crc {
         return Err(FormatError::new("record checksum mismatch"));
@@ -143,7 +142,9 @@ fn read_record(b: &[u8]) -> Result<(u64, Vec<Op>, usize), FormatError> {
     let mut r = Reader::new(payload);
     let seq = r.fixed_u64()?;
     let n = r.varint()?;
-    let mut ops = Vec::with_capacity(n.min(1 << 16) as usize);
+    // Every op takes at least two bytes, so a count cannot reserve more
+    // than the record could hold.
+    let mut ops = Vec::with_capacity(n.min(r.remaining() as u64 / 2) as usize);
     for _ in 0..n {
         ops.push(Op::decode(&mut r)?);
     }
@@ -242,10 +243,20 @@ impl LogWriter {
                 return Err(std::io::Error::other(f.clone()));
             }
             if !g.flushing {
+                // Clone the handle before taking the batch: an early
+                // return here must not leave `flushing` set or drop
+                // queued records, or every other committer would hang.
+                let mut file = match g.file.try_clone() {
+                    Ok(f) => f,
+                    Err(e) => {
+                        g.failed = Some(e.to_string());
+                        self.cv.notify_all();
+                        return Err(e);
+                    }
+                };
                 g.flushing = true;
                 let batch = std::mem::take(&mut g.pending);
                 let last = g.pending_last;
-                let mut file = g.file.try_clone()?;
                 drop(g);
                 let res = file.write_all(&batch).and_then(|()| file.sync_data());
                 g = self.lock();
@@ -293,13 +304,16 @@ mod tests {
     fn sample() -> Vec<u8> {
         let mut b = header(3);
         for seq in 1..=3u64 {
-            b.extend(encode_record(
-                seq,
-                &[
-                    Op::CreateEntry(seq as u32),
-                    Op::CreateIndex("artist".into()),
-                ],
-            ));
+            b.extend(
+                encode_record(
+                    seq,
+                    &[
+                        Op::CreateEntry(seq as u32),
+                        Op::CreateIndex("artist".into()),
+                    ],
+                )
+                .unwrap(),
+            );
         }
         b
     }

@@ -17,7 +17,6 @@ use std::path::Path;
 use crate::codec::{Reader, Writer};
 use crate::error::FormatError;
 use crate::model::{Library, Prop, Val};
-use crate::op::Op;
 
 pub(crate) const DATA_MAGIC: &[u8; 8] = b"SPNDLDAT";
 pub(crate) const DATA_VERSION: u32 = 1;
@@ -203,9 +202,16 @@ impl From<FormatError> for ReadError {
     }
 }
 
+/// No limit on entry slots: the library's entry table has one 24-byte
+/// slot per id up to the highest, and a real library needs all of them.
+pub(crate) const NO_SLOT_LIMIT: u64 = 1 << 32;
+
 /// Read a data file into a library (indexes are rebuilt by the caller).
-/// Returns the library and the file's generation.
-pub(crate) fn read(bytes: &[u8]) -> Result<(Library, u64, Vec<String>), ReadError> {
+/// Returns the library, the file's generation and the indexed keys.
+///
+/// `max_slots` bounds the entry table (ids and next id); the fuzz targets
+/// pass a small one so a crafted file cannot ask for gigabytes.
+pub(crate) fn read(bytes: &[u8], max_slots: u64) -> Result<(Library, u64, Vec<String>), ReadError> {
     if bytes.len() < HEADER_LEN || &bytes[..8] != DATA_MAGIC {
         return Err(ReadError::Magic);
     }
@@ -226,26 +232,22 @@ pub(crate) fn read(bytes: &[u8]) -> Result<(Library, u64, Vec<String>), ReadErro
     let mut pos = HEADER_LEN;
     let mut chunks = 0u64;
     let mut ended = false;
+    // Ids ascend through the whole file (each ENTRIES chunk restarts its
+    // deltas from 0, but not the order).
+    let mut last_id = 0u32;
     while pos < bytes.len() {
-        if bytes.len() - pos < 9 {
-            return Err(ReadError::Corrupt(format!(
-                "truncated chunk at offset {pos}"
-            )));
-        }
-        let tag = bytes[pos];
-        let len = u32::from_le_bytes([
-            bytes[pos + 1],
-            bytes[pos + 2],
-            bytes[pos + 3],
-            bytes[pos + 4],
-        ]) as usize;
-        let end = pos + 5 + len;
-        if bytes.len() < end + 4 {
-            return Err(ReadError::Corrupt(format!(
-                "truncated chunk at offset {pos}"
-            )));
-        }
-        let crc = u32::from_le_bytes([bytes[end], bytes[end + 1], bytes[end + 2], bytes[end + 3]]);
+        let truncated = || ReadError::Corrupt(format!("truncated chunk at offset {pos}"));
+        let head = bytes.get(pos..pos + 5).ok_or_else(truncated)?;
+        let tag = head[0];
+        let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]);
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| (pos + 5).checked_add(l))
+            .ok_or_else(truncated)?;
+        let crc = bytes
+            .get(end..end.saturating_add(4))
+            .ok_or_else(truncated)?;
+        let crc = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
         if crc32fast::hash(&bytes[pos..end]) != crc {
             return Err(ReadError::Corrupt(format!(
                 "chunk checksum mismatch at offset {pos}"
@@ -269,7 +271,8 @@ pub(crate) fn read(bytes: &[u8]) -> Result<(Library, u64, Vec<String>), ReadErro
             }
             C_STRINGS => {
                 let n = r.varint()?;
-                strs.reserve(n.min(1 << 24) as usize);
+                // A string takes at least its one-byte length.
+                strs.reserve(n.min(r.remaining() as u64) as usize);
                 for _ in 0..n {
                     strs.push(lib.strings.intern(r.str()?));
                 }
@@ -281,8 +284,20 @@ pub(crate) fn read(bytes: &[u8]) -> Result<(Library, u64, Vec<String>), ReadErro
                     id = id
                         .checked_add(r.u32()?)
                         .ok_or_else(|| ReadError::Corrupt("entry id overflow".into()))?;
-                    let np = r.varint()? as usize;
-                    let mut props = Vec::with_capacity(np.min(1 << 16));
+                    if id <= last_id {
+                        return Err(ReadError::Corrupt(format!(
+                            "entry {id} out of order (after {last_id})"
+                        )));
+                    }
+                    if u64::from(id) >= max_slots {
+                        return Err(ReadError::Corrupt(format!(
+                            "entry id {id} exceeds the limit of {max_slots}"
+                        )));
+                    }
+                    last_id = id;
+                    let np = r.varint()?;
+                    // A property takes at least four bytes.
+                    let mut props = Vec::with_capacity(np.min(r.remaining() as u64 / 4) as usize);
                     for _ in 0..np {
                         let k = *keys
                             .get(r.varint()? as usize)
@@ -311,9 +326,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<(Library, u64, Vec<String>), ReadErro
                     if lib.entries.len() <= i {
                         lib.entries.resize_with(i + 1, || None);
                     }
-                    if lib.entries[i].is_none() {
-                        lib.live += 1;
-                    }
+                    lib.live += 1;
                     lib.props += props.len();
                     lib.entries[i] = Some(props);
                 }
@@ -334,12 +347,28 @@ pub(crate) fn read(bytes: &[u8]) -> Result<(Library, u64, Vec<String>), ReadErro
                 let entries = r.fixed_u64()?;
                 let props = r.fixed_u64()?;
                 let n = r.fixed_u64()?;
+                let next_id = r.fixed_u32()?;
+                if !r.is_empty() {
+                    return Err(ReadError::Corrupt(
+                        "trailing bytes in the end marker".into(),
+                    ));
+                }
                 if entries != lib.live as u64 || props != lib.props as u64 || n != chunks {
                     return Err(ReadError::Corrupt(format!(
                         "end marker says {entries} entries, {props} properties, {n} chunks; read {}, {}, {chunks}",
                         lib.live, lib.props
                     )));
                 }
+                // Keep the slots of deleted entries at the end, so their
+                // ids are not handed out again (a replayed log keeps them
+                // the same way).
+                let slots = u64::from(next_id).max(u64::from(last_id) + 1);
+                if slots > max_slots {
+                    return Err(ReadError::Corrupt(format!(
+                        "next entry id {next_id} exceeds the limit of {max_slots}"
+                    )));
+                }
+                lib.entries.resize_with(slots as usize, || None);
                 ended = true;
                 pos = end + 4;
                 break;
@@ -361,8 +390,36 @@ pub(crate) fn read(bytes: &[u8]) -> Result<(Library, u64, Vec<String>), ReadErro
 }
 
 /// Build the library's indexes for `keys`.
+/// Indexes of different keys are built in parallel.
 pub(crate) fn build_indexes(lib: &mut Library, keys: &[String]) {
-    for k in keys {
-        lib.apply(&Op::CreateIndex(k.clone()));
+    let key_ids: Vec<u32> = keys.iter().map(|k| lib.keys.intern(k)).collect();
+    let shared: &Library = lib;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let built: Vec<(u32, crate::index::KeyIndex)> = std::thread::scope(|scope| {
+        let chunks: Vec<Vec<u32>> = (0..threads)
+            .map(|t| key_ids.iter().copied().skip(t).step_by(threads).collect())
+            .collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|ks| {
+                scope.spawn(move || {
+                    ks.into_iter()
+                        .map(|k| (k, crate::index::KeyIndex::build(shared, k)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(v) => v,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    });
+    for (k, idx) in built {
+        lib.indexes.insert(k, idx);
     }
 }
