@@ -20,3 +20,6 @@ fuzz_stage() {
     done
 }
 fuzz_stage
+# The store's read_log and read_data_file targets (the log and data file
+# decoders, docs/store-format.md) run through the loop above: it fuzzes
+# every [[bin]] in fuzz/Cargo.toml for 30 s, with fuzz/dicts/<target>.dict.

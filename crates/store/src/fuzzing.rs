@@ -9,7 +9,7 @@ use crate::Op;
 
 /// The entry-table limit the data file target reads with: a crafted file
 /// may name any id up to 2³², and the library keeps a slot per id.
-pub const MAX_SLOTS: u64 = 1 << 20;
+pub const MAX_SLOTS: u64 = 1 << 16;
 
 /// What [`read_log`] found in a log file.
 #[derive(Debug)]
@@ -36,6 +36,22 @@ pub fn read_log(bytes: &[u8]) -> Result<LogSummary, String> {
         Err(log::HeaderError::Version(v)) => Err(format!("version {v}")),
         Err(log::HeaderError::Corrupt(d)) => Err(d),
     }
+}
+
+/// A valid log header for `generation`.
+pub fn log_header(generation: u64) -> Vec<u8> {
+    log::header(generation)
+}
+
+/// A valid data file header for `generation` (the chunks must follow).
+pub fn data_header(generation: u64) -> Vec<u8> {
+    let mut h = Vec::with_capacity(24);
+    h.extend_from_slice(snapshot::DATA_MAGIC);
+    h.extend_from_slice(&snapshot::DATA_VERSION.to_le_bytes());
+    h.extend_from_slice(&generation.to_le_bytes());
+    let crc = crc32fast::hash(&h);
+    h.extend_from_slice(&crc.to_le_bytes());
+    h
 }
 
 /// A complete log file: the header for `generation`, then one record per
