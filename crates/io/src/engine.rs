@@ -99,6 +99,24 @@ pub enum SubmitMode {
     Batch,
 }
 
+/// Whether an SQPOLL engine really runs a polling kernel thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SqpollPolicy {
+    /// Only when a core is spare for it: at least [`SPARE_CORE_CPUS`] CPUs
+    /// allowed to the thread that builds the engine. Otherwise the engine
+    /// submits as plain io_uring does (see [`IoEngine::sqpoll_active`]): a
+    /// poller that must share a core with the application and the disk's
+    /// interrupts costs more than the system calls it saves.
+    #[default]
+    IfSpareCore,
+    /// Always poll, spare core or not (what `iobench` measures).
+    Always,
+}
+
+/// CPUs needed before [`SqpollPolicy::IfSpareCore`] polls: one for the
+/// application, one for the poller, one for everything else.
+pub const SPARE_CORE_CPUS: usize = 3;
+
 /// How to build an engine.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -119,6 +137,8 @@ pub struct EngineConfig {
     pub sqpoll_idle_ms: u32,
     /// SQPOLL: the CPU to pin the kernel thread to, if any.
     pub sqpoll_cpu: Option<u32>,
+    /// SQPOLL: whether to poll without a spare core.
+    pub sqpoll_policy: SqpollPolicy,
     /// Whether io_uring may be used at all.
     pub uring: UringPolicy,
     /// Plain io_uring: when requests go to the kernel.
@@ -138,6 +158,7 @@ impl EngineConfig {
             max_files: 64,
             sqpoll_idle_ms: 2,
             sqpoll_cpu: None,
+            sqpoll_policy: SqpollPolicy::default(),
             uring: UringPolicy::from_env(),
             submit: SubmitMode::default(),
         }
@@ -315,6 +336,11 @@ pub trait IoEngine: Send {
     fn in_flight(&self) -> usize;
     /// Counters.
     fn stats(&self) -> EngineStats;
+    /// Whether a kernel thread polls the submission ring (an SQPOLL engine
+    /// under [`SqpollPolicy::IfSpareCore`] without a spare core does not).
+    fn sqpoll_active(&self) -> bool {
+        false
+    }
 }
 
 /// Builds the engine `config.kind` asks for. io_uring kinds fail with

@@ -16,7 +16,7 @@ use std::os::fd::AsRawFd;
 
 use crate::engine::{
     Access, Completion, EngineConfig, EngineKind, EngineStats, FileId, IoEngine, Op, Request, Slot,
-    SubmitMode,
+    SqpollPolicy, SubmitMode, SPARE_CORE_CPUS,
 };
 use crate::error::{SetupError, SubmitError, WaitError};
 use crate::sys::ring::{PushError, RingOp, SlotRing, SqpollSetup};
@@ -28,6 +28,12 @@ pub struct UringEngine {
     files: Vec<(File, Access)>,
     pending: Vec<Option<Request>>,
     stats: EngineStats,
+    sqpoll_active: bool,
+}
+
+/// Whether this thread may run on enough CPUs to give a poller one.
+fn spare_core() -> bool {
+    crate::sys::allowed_cpus().is_ok_and(|c| c.len() >= SPARE_CORE_CPUS)
 }
 
 impl std::fmt::Debug for UringEngine {
@@ -45,10 +51,15 @@ impl UringEngine {
     pub fn new(config: &EngineConfig) -> Result<UringEngine, SetupError> {
         config.check()?;
         let sqpoll = match config.kind {
-            EngineKind::UringSqpoll => Some(SqpollSetup {
-                idle_ms: config.sqpoll_idle_ms,
-                cpu: config.sqpoll_cpu,
-            }),
+            EngineKind::UringSqpoll
+                if config.sqpoll_policy == SqpollPolicy::Always || spare_core() =>
+            {
+                Some(SqpollSetup {
+                    idle_ms: config.sqpoll_idle_ms,
+                    cpu: config.sqpoll_cpu,
+                })
+            }
+            EngineKind::UringSqpoll => None,
             EngineKind::Uring => None,
             EngineKind::Psync => {
                 return Err(SetupError::Config(
@@ -68,6 +79,7 @@ impl UringEngine {
             _ => SetupError::UringUnavailable { source },
         })?;
         Ok(UringEngine {
+            sqpoll_active: sqpoll.is_some(),
             config: config.clone(),
             ring,
             files: Vec::new(),
@@ -167,6 +179,10 @@ impl IoEngine for UringEngine {
 
     fn in_flight(&self) -> usize {
         self.ring.in_flight()
+    }
+
+    fn sqpoll_active(&self) -> bool {
+        self.sqpoll_active
     }
 
     fn stats(&self) -> EngineStats {

@@ -18,6 +18,7 @@ fn reads(
     c.uring = UringPolicy::Allow;
     c.submit = submit;
     c.sqpoll_idle_ms = 1000;
+    c.sqpoll_policy = spindle_io::SqpollPolicy::Always;
     let mut e = open(&c).unwrap();
     let f = e
         .add_file(
@@ -96,4 +97,24 @@ fn sqpoll_submits_without_entering_the_kernel_while_the_poller_is_awake() {
         e.wait(8 - done.len(), &mut done).unwrap();
     }
     assert!(done.iter().all(|c| c.is_full()));
+}
+
+#[test]
+fn sqpoll_without_a_spare_core_submits_plainly_unless_told_to_poll_anyway() {
+    // On one CPU there is no core to spare, whatever the machine has.
+    std::thread::spawn(|| {
+        let cpus = spindle_io::allowed_cpus().unwrap();
+        spindle_io::pin_current_thread(&cpus[..1]).unwrap();
+        let mut c = EngineConfig::new(EngineKind::UringSqpoll, 2);
+        c.uring = UringPolicy::Allow;
+        let auto = open(&c).unwrap();
+        assert_eq!(auto.kind(), EngineKind::UringSqpoll);
+        assert!(!auto.sqpoll_active());
+        c.sqpoll_policy = spindle_io::SqpollPolicy::Always;
+        assert!(open(&c).unwrap().sqpoll_active());
+        c.kind = EngineKind::Uring;
+        assert!(!open(&c).unwrap().sqpoll_active());
+    })
+    .join()
+    .unwrap();
 }

@@ -23,6 +23,7 @@ fn engine(kind: EngineKind, depth: usize, buf: usize, direct: bool) -> Box<dyn I
     c.buf_size = buf;
     c.direct = direct;
     c.uring = spindle_io::UringPolicy::Allow;
+    c.sqpoll_policy = spindle_io::SqpollPolicy::Always;
     open(&c).unwrap_or_else(|e| panic!("{kind} engine: {e}"))
 }
 

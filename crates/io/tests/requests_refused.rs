@@ -13,6 +13,7 @@ fn engine(kind: EngineKind, depth: usize, direct: bool) -> Box<dyn IoEngine> {
     c.buf_size = 16384;
     c.direct = direct;
     c.uring = UringPolicy::Allow;
+    c.sqpoll_policy = spindle_io::SqpollPolicy::Always;
     open(&c).unwrap()
 }
 

@@ -88,6 +88,9 @@ pub struct BenchConfig {
     /// fio gets the same placement. Off by default: on the 2-CPU machine
     /// measured it made SQPOLL slower (docs/io-engine.md).
     pub sqpoll_pin: bool,
+    /// SQPOLL points: poll always (the default, to measure SQPOLL itself),
+    /// or only with a spare core, as engines do by default.
+    pub sqpoll_policy: crate::SqpollPolicy,
     pub uring: UringPolicy,
     /// Base seed of the random offsets.
     pub seed: u64,
@@ -118,6 +121,7 @@ impl BenchConfig {
             sqpoll_idle_ms: 2,
             sqpoll_cpu: None,
             sqpoll_pin: false,
+            sqpoll_policy: crate::SqpollPolicy::Always,
             uring: UringPolicy::from_env(),
             // A fixed seed, so two runs read the same offsets.
             seed: 0x5EED_5B1D,
@@ -277,6 +281,8 @@ pub struct BenchReport {
     pub skipped: Vec<String>,
     /// Where SQPOLL points ran their kernel thread and application.
     pub sqpoll_placement: Option<SqpollPlacement>,
+    /// How the run went about things (e.g. whether SQPOLL really polled).
+    pub notes: Vec<String>,
     pub points: Vec<Point>,
 }
 
@@ -323,6 +329,22 @@ pub fn run(
             }
         }
     }
+    let mut notes = Vec::new();
+    if cfg.engines.contains(&EngineKind::UringSqpoll) {
+        let cpus = crate::sys::allowed_cpus().map_or(0, |c| c.len());
+        let polls =
+            cfg.sqpoll_policy == crate::SqpollPolicy::Always || cpus >= crate::SPARE_CORE_CPUS;
+        let note = if polls {
+            format!(
+                "uring-sqpoll polls with a kernel thread ({cpus} CPUs, policy {:?})",
+                cfg.sqpoll_policy
+            )
+        } else {
+            format!("uring-sqpoll: no spare core ({cpus} CPUs), so it submits as plain io_uring does (--sqpoll-auto)")
+        };
+        progress(Progress::Note(note.clone()));
+        notes.push(note);
+    }
     let placement = sqpoll_placement(cfg);
     if let Some(p) = &placement {
         progress(Progress::Note(format!(
@@ -355,6 +377,7 @@ pub fn run(
                     sqpoll: placement
                         .clone()
                         .filter(|_| engine == EngineKind::UringSqpoll),
+                    sqpoll_policy: cfg.sqpoll_policy,
                     uring: cfg.uring.clone(),
                 };
                 let job = fio::FioJob {
@@ -440,6 +463,7 @@ pub fn run(
         device,
         skipped,
         sqpoll_placement: placement,
+        notes,
         points,
     };
     file.finish(progress)?;
@@ -480,5 +504,6 @@ fn probe(cfg: &BenchConfig, engine: EngineKind) -> Result<(), String> {
     c.uring = cfg.uring.clone();
     c.sqpoll_idle_ms = cfg.sqpoll_idle_ms;
     c.sqpoll_cpu = cfg.sqpoll_cpu;
+    c.sqpoll_policy = cfg.sqpoll_policy;
     crate::engine::open(&c).map(drop).map_err(|e| e.to_string())
 }

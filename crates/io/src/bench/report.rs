@@ -324,6 +324,9 @@ pub fn advice(r: &BenchReport) -> String {
             let _ = writeln!(o, "  Below 0.95x fio's IOPS: {}.", low.join(", "));
         }
     }
+    for n in &r.notes {
+        let _ = writeln!(o, "  Note: {n}.");
+    }
     if !r.skipped.is_empty() {
         let _ = writeln!(o, "  Skipped: {}.", r.skipped.join("; "));
     }

@@ -34,6 +34,7 @@ pub(crate) struct PointSpec<'a> {
     pub sqpoll_idle_ms: u32,
     /// SQPOLL: pin the kernel thread and the application.
     pub sqpoll: Option<super::SqpollPlacement>,
+    pub sqpoll_policy: crate::SqpollPolicy,
     pub uring: UringPolicy,
 }
 
@@ -80,6 +81,7 @@ fn engine_for(
     config.max_files = 1;
     config.sqpoll_idle_ms = spec.sqpoll_idle_ms;
     config.sqpoll_cpu = spec.sqpoll.as_ref().map(|p| p.sq_cpu);
+    config.sqpoll_policy = spec.sqpoll_policy;
     config.uring = spec.uring.clone();
     let mut engine = crate::engine::open(&config).map_err(setup)?;
     let access = if spec.readonly {

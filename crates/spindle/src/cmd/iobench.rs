@@ -68,6 +68,10 @@ pub struct IobenchArgs {
     /// or --sqpoll-cpu) and keep the application off it; fio gets the same.
     #[arg(long)]
     pub sqpoll_pin: bool,
+    /// Run SQPOLL points as engines do by default: poll only with a spare
+    /// core (3+ CPUs), else submit plainly. Without it SQPOLL always polls.
+    #[arg(long)]
+    pub sqpoll_auto: bool,
     /// The CPU for the SQPOLL kernel thread (implies --sqpoll-pin).
     #[arg(long, value_name = "CPU")]
     pub sqpoll_cpu: Option<u32>,
@@ -99,6 +103,9 @@ fn config(args: &IobenchArgs) -> anyhow::Result<BenchConfig> {
     cfg.fio_program = args.fio_bin.clone();
     cfg.sqpoll_idle_ms = args.sqpoll_idle;
     cfg.sqpoll_cpu = args.sqpoll_cpu;
+    if args.sqpoll_auto {
+        cfg.sqpoll_policy = spindle_io::SqpollPolicy::IfSpareCore;
+    }
     cfg.sqpoll_pin = args.sqpoll_pin || args.sqpoll_cpu.is_some();
     if args.no_uring {
         cfg.uring = UringPolicy::Deny("--no-uring".into());
