@@ -77,15 +77,81 @@ fn remove_posting(list: &mut Vec<Posting>, p: Posting) {
 }
 
 impl KeyIndex {
+    /// Build from scratch: postings are grouped by distinct value first,
+    /// so each collation key and word list is computed once per distinct
+    /// value, and the maps are bulk-loaded from sorted runs.
     pub fn build(lib: &Library, key: u32) -> KeyIndex {
-        let mut idx = KeyIndex::default();
+        let strings = &lib.strings;
+        let mut by_str: HashMap<u32, Vec<Posting>> = HashMap::new();
+        let mut by_int: HashMap<i64, Vec<Posting>> = HashMap::new();
+        let mut postings = 0usize;
+        let mut ints = 0usize;
+        let mut strs: HashMap<u32, u32> = HashMap::new();
         for (id, props) in lib.entries.iter().enumerate() {
             let Some(props) = props else { continue };
             for p in Library::key_props(props, key) {
-                idx.insert(&lib.strings, id as u32, *p);
+                let posting = Posting {
+                    entry: id as u32,
+                    src: p.src,
+                };
+                postings += 1;
+                match p.val {
+                    Val::Int(i) => {
+                        ints += 1;
+                        by_int.entry(i).or_default().push(posting);
+                    }
+                    Val::Str(s) => {
+                        let f = strings.folded(s);
+                        *strs.entry(f).or_insert(0) += 1;
+                        by_str.entry(f).or_default().push(posting);
+                    }
+                }
             }
         }
-        idx
+        let mut ord_runs: Vec<(Box<[u8]>, Vec<Posting>)> =
+            Vec::with_capacity(by_str.len() + by_int.len());
+        let mut word_runs: HashMap<String, Vec<Posting>> = HashMap::new();
+        for (i, list) in by_int {
+            for w in words_of(strings, Val::Int(i)) {
+                word_runs.entry(w).or_default().extend_from_slice(&list);
+            }
+            ord_runs.push((val_key(strings, Val::Int(i)), list));
+        }
+        for (f, list) in by_str {
+            for w in words_of(strings, Val::Str(f)) {
+                word_runs.entry(w).or_default().extend_from_slice(&list);
+            }
+            ord_runs.push((val_key(strings, Val::Str(f)), list));
+        }
+        ord_runs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        // Distinct values can share a collation key ("007" and "7"): merge.
+        let mut merged: Vec<(Box<[u8]>, Vec<Posting>)> = Vec::with_capacity(ord_runs.len());
+        for (k, list) in ord_runs {
+            match merged.last_mut() {
+                Some((lk, ll)) if *lk == k => ll.extend(list),
+                _ => merged.push((k, list)),
+            }
+        }
+        let finish = |mut l: Vec<Posting>| {
+            l.sort_unstable();
+            l.dedup();
+            l.shrink_to_fit();
+            l
+        };
+        let ord: BTreeMap<Box<[u8]>, Vec<Posting>> =
+            merged.into_iter().map(|(k, l)| (k, finish(l))).collect();
+        let mut words: Vec<(Box<str>, Vec<Posting>)> = word_runs
+            .into_iter()
+            .map(|(w, l)| (w.into_boxed_str(), finish(l)))
+            .collect();
+        words.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        KeyIndex {
+            ord,
+            words: words.into_iter().collect(),
+            strs,
+            ints,
+            postings,
+        }
     }
 
     pub fn insert(&mut self, strings: &Interner, entry: u32, p: Prop) {

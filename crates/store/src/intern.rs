@@ -1,66 +1,96 @@
 //! Interned strings: every distinct string value, key and source is
 //! stored once and referred to by a `u32`.
 //!
-//! Each string also knows the id of its case-folded form, so caseless
-//! equality of two values is an integer comparison.
+//! Strings live back to back in one arena (no allocation per string, and
+//! one cache miss fewer per lookup than a `Vec<Arc<str>>`). Each string
+//! also knows the id of its case-folded form, so caseless equality of two
+//! values is an integer comparison.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 
 use crate::fold::fold;
 
 /// A string table. Ids are dense and never reused while the table lives;
 /// compaction writes only live strings, so garbage disappears on reopen.
-#[derive(Debug, Default, Clone)]
+#[derive(Default, Clone)]
 pub struct Interner {
-    strings: Vec<Arc<str>>,
+    arena: String,
+    /// `offsets[i]..offsets[i + 1]` is string `i` in the arena.
+    offsets: Vec<usize>,
     folded: Vec<u32>,
-    ids: HashMap<Arc<str>, u32>,
+    table: HashTable<u32>,
+    hasher: hashbrown::DefaultHashBuilder,
+}
+
+impl std::fmt::Debug for Interner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Interner")
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+fn slice<'a>(arena: &'a str, offsets: &[usize], id: u32) -> &'a str {
+    let i = id as usize;
+    &arena[offsets[i]..offsets.get(i + 1).copied().unwrap_or(arena.len())]
 }
 
 impl Interner {
     /// The id of `s`, adding it (and its folded form) if new.
     pub fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.ids.get(s) {
+        if let Some(id) = self.get(s) {
             return id;
         }
         let id = self.push(s);
         let f = fold(s);
         let fid = if f == s {
             id
-        } else if let Some(&fid) = self.ids.get(f.as_ref()) {
-            fid
+        } else if let Some(fid) = self.get(f.as_ref()) {
+            self.folded[fid as usize]
         } else {
-            let fid = self.push(&f);
-            self.folded[fid as usize] = fid;
-            fid
+            self.push(&f)
         };
         self.folded[id as usize] = fid;
         id
     }
 
     fn push(&mut self, s: &str) -> u32 {
-        let id = self.strings.len() as u32;
-        let arc: Arc<str> = Arc::from(s);
-        self.strings.push(arc.clone());
+        let id = self.offsets.len() as u32;
+        self.offsets.push(self.arena.len());
+        self.arena.push_str(s);
         self.folded.push(id);
-        self.ids.insert(arc, id);
+        let hash = self.hasher.hash_one(s);
+        let Self {
+            arena,
+            offsets,
+            table,
+            hasher,
+            ..
+        } = self;
+        table.insert_unique(hash, id, |&other| {
+            hasher.hash_one(slice(arena, offsets, other))
+        });
         id
     }
 
     /// The id of `s` if interned.
     pub fn get(&self, s: &str) -> Option<u32> {
-        self.ids.get(s).copied()
+        let hash = self.hasher.hash_one(s);
+        self.table
+            .find(hash, |&id| slice(&self.arena, &self.offsets, id) == s)
+            .copied()
     }
 
     /// The id of the folded form of `s`, if any interned string folds to it.
     pub fn get_folded(&self, s: &str) -> Option<u32> {
         let f = fold(s);
-        self.ids.get(f.as_ref()).map(|&id| self.folded[id as usize])
+        self.get(f.as_ref()).map(|id| self.folded[id as usize])
     }
 
     pub fn resolve(&self, id: u32) -> &str {
-        &self.strings[id as usize]
+        slice(&self.arena, &self.offsets, id)
     }
 
     pub fn folded(&self, id: u32) -> u32 {
@@ -68,13 +98,15 @@ impl Interner {
     }
 
     pub fn len(&self) -> usize {
-        self.strings.len()
+        self.offsets.len()
     }
 
     /// Approximate heap bytes used.
     pub fn heap_bytes(&self) -> usize {
-        let text: usize = self.strings.iter().map(|s| s.len() + 16).sum();
-        text + self.folded.len() * 4 + self.ids.capacity() * 24
+        self.arena.capacity()
+            + self.offsets.capacity() * 8
+            + self.folded.capacity() * 4
+            + self.table.capacity() * 5
     }
 }
 
@@ -93,5 +125,10 @@ mod tests {
         assert_eq!(i.folded(a), c);
         assert_eq!(i.get_folded("MetalLica"), Some(c));
         assert_eq!(i.get_folded("slayer"), None);
+        assert_eq!(i.resolve(a), "Metallica");
+        assert_eq!(i.resolve(c), "metallica");
+        let e = i.intern("");
+        assert_eq!(i.resolve(e), "");
+        assert_eq!(i.get(""), Some(e));
     }
 }

@@ -183,10 +183,22 @@ impl Library {
     }
 
     /// The props of `key` on `entry` (all sources), as a slice.
+    ///
+    /// A linear walk for ordinary entries: their properties span a few
+    /// cache lines read in order, where a binary search would miss the
+    /// cache at every probe.
     pub(crate) fn key_props(props: &[Prop], key: u32) -> &[Prop] {
-        let start = props.partition_point(|p| p.key < key);
-        let end = start + props[start..].partition_point(|p| p.key == key);
-        &props[start..end]
+        let start = if props.len() <= 96 {
+            props
+                .iter()
+                .position(|p| p.key >= key)
+                .unwrap_or(props.len())
+        } else {
+            props.partition_point(|p| p.key < key)
+        };
+        let rest = &props[start..];
+        let n = rest.iter().take_while(|p| p.key == key).count();
+        &rest[..n]
     }
 
     /// The best-source values of `key` on an entry: every value whose

@@ -52,18 +52,44 @@ impl Library {
                 }
             })
             .collect();
+        // Keys the fields ask for, sorted, so one walk over an entry's
+        // (key-sorted) properties serves every field.
+        let mut wanted: Vec<(u32, usize)> = fs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| match f {
+                F::Key(k) => Some((*k, i)),
+                _ => None,
+            })
+            .collect();
+        wanted.sort_unstable();
+        let width = fields.len();
         ids.iter()
             .map(|&id| {
+                let mut row: Vec<Option<ValueRef<'a>>> = vec![None; width];
+                for (i, f) in fs.iter().enumerate() {
+                    if let F::Id = f {
+                        row[i] = Some(ValueRef::Int(i64::from(id)));
+                    }
+                }
                 let props = self.entry(id).unwrap_or(&[]);
-                fs.iter()
-                    .map(|f| match f {
-                        F::Id => Some(ValueRef::Int(i64::from(id))),
-                        F::Key(k) => Library::best(props, *k, &ranks)
+                let mut rest = props;
+                for &(k, i) in &wanted {
+                    let start = rest.iter().position(|p| p.key >= k).unwrap_or(rest.len());
+                    rest = &rest[start..];
+                    let n = rest.iter().take_while(|p| p.key == k).count();
+                    let kp = &rest[..n];
+                    row[i] = match kp {
+                        [] => None,
+                        [one] => (ranks.rank.get(one.src as usize).copied()
+                            != Some(crate::model::IGNORED))
+                        .then(|| self.value_ref(one.val)),
+                        many => Library::best(many, k, &ranks)
                             .next()
                             .map(|p| self.value_ref(p.val)),
-                        F::None => None,
-                    })
-                    .collect()
+                    };
+                }
+                row
             })
             .collect()
     }

@@ -457,6 +457,8 @@ fn engine_matches_reference_on_random_queries() {
             }
         }
         let lib = db.read();
+        // Incrementally maintained indexes equal freshly built ones.
+        assert_eq!(lib.check(), Vec::<String>::new(), "seed {seed}");
         for q in 0..queries_per_library {
             let pref = if r.chance(20) {
                 SourcePref::parse(r.word(&[

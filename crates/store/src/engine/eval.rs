@@ -168,10 +168,17 @@ impl<'a> Evaluator<'a> {
         let lib = self.lib;
         let c = self.compile(f);
         if let Some(cands) = c.candidates(lib) {
-            let exact_id = matches!(c.field, CField::Id);
+            if matches!(c.field, CField::Id) {
+                return cands;
+            }
+            let exact = c.index_exact();
             return cands
                 .into_iter()
-                .filter(|&id| exact_id || lib.entry(id).is_some_and(|p| c.test(lib, id, p)))
+                .filter(|&id| {
+                    lib.entry(id).is_some_and(|p| {
+                        (exact && c.accept_single_source(p) == Some(true)) || c.test(lib, id, p)
+                    })
+                })
                 .collect();
         }
         lib.entries

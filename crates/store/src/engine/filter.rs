@@ -127,6 +127,25 @@ impl Compiled {
         }
     }
 
+    /// Is a candidate from [`Compiled::candidates`] certainly a match
+    /// when its entry holds this key from one source only? True for the
+    /// operations whose index lookup is exact (ranges, HAS, TOKEN), so
+    /// their candidates need no value comparison.
+    pub fn index_exact(&self) -> bool {
+        !self.case_sensitive && matches!(self.op, COp::Cmp(..) | COp::Has | COp::Token { .. })
+    }
+
+    /// For an index-exact filter: accept `props` without comparing values
+    /// if every value of the key comes from one source.
+    pub fn accept_single_source(&self, props: &[Prop]) -> Option<bool> {
+        let CField::Key(k) = self.field else {
+            return None;
+        };
+        let kp = Library::key_props(props, k);
+        let first = kp.first()?;
+        kp.iter().all(|p| p.src == first.src).then_some(true)
+    }
+
     /// Does the entry `id` (with `props`) pass?
     pub fn test(&self, lib: &Library, id: u32, props: &[Prop]) -> bool {
         match self.field {
