@@ -110,6 +110,51 @@ impl DeviceInfo {
     }
 }
 
+/// Pressure stall totals (`/proc/pressure/{cpu,io}`, the `some` line's
+/// `total=` in microseconds): how long at least one task waited for a CPU or
+/// for IO. Read before and after a run, they say how busy the machine was.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PressureTotals {
+    pub cpu_us: Option<u64>,
+    pub io_us: Option<u64>,
+}
+
+impl PressureTotals {
+    /// Reads the totals now (`None` where the kernel has no PSI).
+    pub fn now() -> PressureTotals {
+        let some_total = |p: &str| {
+            let text = fs::read_to_string(p).ok()?;
+            parse_psi_some_total(&text)
+        };
+        PressureTotals {
+            cpu_us: some_total("/proc/pressure/cpu"),
+            io_us: some_total("/proc/pressure/io"),
+        }
+    }
+
+    /// Percent of `elapsed_us` that tasks stalled on CPU and on IO since
+    /// `earlier`.
+    pub fn since(&self, earlier: &PressureTotals, elapsed_us: u64) -> (Option<f64>, Option<f64>) {
+        let pct = |a: Option<u64>, b: Option<u64>| {
+            let (a, b) = (a?, b?);
+            (elapsed_us > 0).then(|| a.saturating_sub(b) as f64 * 100.0 / elapsed_us as f64)
+        };
+        (
+            pct(self.cpu_us, earlier.cpu_us),
+            pct(self.io_us, earlier.io_us),
+        )
+    }
+}
+
+/// The `total=` of the `some` line of a PSI file.
+fn parse_psi_some_total(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("some "))?;
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
 /// Linux's `major()`/`minor()` of a `dev_t`.
 fn split_dev(dev: u64) -> (u64, u64) {
     let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff);
@@ -159,6 +204,21 @@ mod tests {
         assert_eq!(a.as_deref(), Some("mq-deadline"));
         assert_eq!(all, ["none", "mq-deadline", "kyber", "bfq"]);
         assert_eq!(parse_scheduler("[none]").0.as_deref(), Some("none"));
+    }
+
+    #[test]
+    fn psi_totals_parse_and_turn_into_percentages() {
+        let text = "some avg10=78.32 avg60=88.14 avg300=66.70 total=1201283789\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+        assert_eq!(parse_psi_some_total(text), Some(1201283789));
+        let a = PressureTotals {
+            cpu_us: Some(1_000),
+            io_us: None,
+        };
+        let b = PressureTotals {
+            cpu_us: Some(501_000),
+            io_us: Some(7),
+        };
+        assert_eq!(b.since(&a, 1_000_000), (Some(50.0), None));
     }
 
     #[test]

@@ -283,6 +283,11 @@ pub struct BenchReport {
     pub sqpoll_placement: Option<SqpollPlacement>,
     /// How the run went about things (e.g. whether SQPOLL really polled).
     pub notes: Vec<String>,
+    /// Share of the run during which some task of the machine waited for a
+    /// CPU (Linux PSI), in percent: other load on a shared machine.
+    pub cpu_pressure_pct: Option<f64>,
+    /// The same for IO: other load on the disk.
+    pub io_pressure_pct: Option<f64>,
     pub points: Vec<Point>,
 }
 
@@ -315,6 +320,8 @@ pub fn run(
         None
     };
     let file = testfile::prepare(cfg, progress)?;
+    let pressure0 = device::PressureTotals::now();
+    let started = std::time::Instant::now();
     let size = file.size();
     let blocks = size / cfg.bs as u64;
     let device = device::DeviceInfo::for_path(file.path());
@@ -446,7 +453,11 @@ pub fn run(
             }
         }
     }
+    let (cpu_pressure_pct, io_pressure_pct) =
+        device::PressureTotals::now().since(&pressure0, started.elapsed().as_micros() as u64);
     let report = BenchReport {
+        cpu_pressure_pct,
+        io_pressure_pct,
         target: file.describe(),
         readonly: file.readonly(),
         size,

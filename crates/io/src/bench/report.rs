@@ -152,6 +152,20 @@ pub fn advice(r: &BenchReport) -> String {
             }
         }
     }
+    if r.cpu_pressure_pct.is_some() || r.io_pressure_pct.is_some() {
+        let pct = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.0}%"));
+        let _ = writeln!(
+            o,
+            "  machine load during the run (Linux PSI, some tasks stalled): CPU {}, IO {}{}",
+            pct(r.cpu_pressure_pct),
+            pct(r.io_pressure_pct),
+            if r.cpu_pressure_pct.unwrap_or(0.0) > 20.0 || r.io_pressure_pct.unwrap_or(0.0) > 20.0 {
+                " — other work competed with the benchmark; compare ratios, not absolute figures"
+            } else {
+                ""
+            }
+        );
+    }
     let _ = writeln!(o, "\nWhat the numbers suggest");
     let mut kinds: Vec<(Rw, EngineKind)> = r.points.iter().map(|p| (p.rw, p.engine)).collect();
     kinds.dedup();
