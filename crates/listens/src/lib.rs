@@ -1,0 +1,43 @@
+//! Spindle's listening history.
+//!
+//! This crate owns every play a user reported: an append-only log of
+//! listens and love/unlove events (length + CRC32 framed records, see
+//! `docs/listens-format.md`) that is fsynced before a submission is
+//! acknowledged, with *group commit* so that many concurrent submitters
+//! share one fsync; and the in-memory indexes rebuilt from it on open:
+//! recent listens per user by time, chart counters (overall totals and
+//! per-day buckets for top artists, albums and tracks), listens per day,
+//! loved tracks, and the dedupe set that makes a repeated
+//! (user, artist, title, timestamp) count once whichever API it came by.
+//!
+//! Main types: [`Listens`] (the store), [`Listen`] (one play),
+//! [`ChartKind`]/[`Chart`] (top lists) and [`RecentQuery`]/[`Page`].
+//!
+//! It is *not* an HTTP API, an account store or the media library: the
+//! server links listens to library entries. It is synchronous; async
+//! callers run it on a blocking thread.
+//!
+//! ```
+//! use spindle_listens::{Listens, Listen, ChartKind, Submitted};
+//! let dir = tempfile::tempdir().unwrap();
+//! let (store, _report) = Listens::open(dir.path()).unwrap();
+//! let l = Listen::new("ann", 1_700_000_000, "Björk", "Joga");
+//! let out = store.submit(vec![l.clone(), l]).unwrap();
+//! assert_eq!(out, vec![Submitted::Accepted, Submitted::Duplicate]);
+//! let top = store.top("ann", ChartKind::Artists, None, 10, 1);
+//! assert_eq!(top.rows[0].name, "Björk");
+//! ```
+#![forbid(unsafe_code)]
+
+mod error;
+mod index;
+mod log;
+mod model;
+mod normalise;
+mod store;
+
+pub use error::{AppendError, OpenError};
+pub use index::{Chart, ChartKind, ChartRow, Loved, Page, RecentQuery, UserSummary};
+pub use model::{Event, Listen};
+pub use normalise::normalise;
+pub use store::{Listens, OpenReport, Submitted, LOG_FILE};
