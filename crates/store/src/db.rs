@@ -414,6 +414,9 @@ fn new_log(dir: &Path, generation: u64) -> std::io::Result<LogWriter> {
     Ok(LogWriter::from_file(f, log::LOG_HEADER_LEN))
 }
 
+/// How long to wait for a lock that this very process seems to hold.
+const OWN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 fn take_lock(path: &Path) -> Result<File, OpenError> {
     let mut f = OpenOptions::new()
         .read(true)
@@ -422,27 +425,40 @@ fn take_lock(path: &Path) -> Result<File, OpenError> {
         .truncate(false)
         .open(path)
         .map_err(io_err(path))?;
-    match f.try_lock() {
-        Ok(()) => {
-            f.set_len(0).map_err(io_err(path))?;
-            f.seek(SeekFrom::Start(0)).map_err(io_err(path))?;
-            writeln!(f, "{}", std::process::id()).map_err(io_err(path))?;
-            f.flush().map_err(io_err(path))?;
-            Ok(f)
+    let started = std::time::Instant::now();
+    loop {
+        match f.try_lock() {
+            Ok(()) => {
+                f.set_len(0).map_err(io_err(path))?;
+                f.seek(SeekFrom::Start(0)).map_err(io_err(path))?;
+                writeln!(f, "{}", std::process::id()).map_err(io_err(path))?;
+                f.flush().map_err(io_err(path))?;
+                return Ok(f);
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut pid = String::new();
+                f.seek(SeekFrom::Start(0)).map_err(io_err(path))?;
+                let _ = f.read_to_string(&mut pid);
+                let pid = pid.trim();
+                // The lock belongs to an open file description, which a
+                // child process shares from fork until exec. So a `Db`
+                // this process just closed can stay locked for a moment
+                // if another thread is spawning a process: wait that out.
+                // A `Db` really still open here is refused after the wait.
+                if pid == std::process::id().to_string() && started.elapsed() < OWN_LOCK_WAIT {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                    continue;
+                }
+                return Err(OpenError::Locked {
+                    pid: if pid.is_empty() {
+                        "unknown".into()
+                    } else {
+                        pid.to_owned()
+                    },
+                    path: path.to_owned(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(path)(e)),
         }
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut pid = String::new();
-            let _ = f.read_to_string(&mut pid);
-            let pid = pid.trim();
-            Err(OpenError::Locked {
-                pid: if pid.is_empty() {
-                    "unknown".into()
-                } else {
-                    pid.to_owned()
-                },
-                path: path.to_owned(),
-            })
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(io_err(path)(e)),
     }
 }

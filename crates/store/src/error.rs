@@ -35,7 +35,7 @@ pub enum OpenError {
         found: u32,
         supported: u32,
     },
-    #[error("{path}: corrupt data file: {detail}")]
+    #[error("{path}: corrupt: {detail}")]
     Corrupt { path: PathBuf, detail: String },
 }
 

@@ -96,7 +96,7 @@ pub(crate) fn read_log(bytes: &[u8]) -> Result<LogContents, HeaderError> {
         ..Default::default()
     };
     let mut pos = LOG_HEADER_LEN as usize;
-    let mut last_seq = 0u64;
+    let mut last_seq: Option<u64> = None;
     loop {
         out.good_len = pos as u64;
         if pos == bytes.len() {
@@ -104,13 +104,13 @@ pub(crate) fn read_log(bytes: &[u8]) -> Result<LogContents, HeaderError> {
         }
         match read_record(&bytes[pos..]) {
             Ok((seq, ops, used)) => {
-                if seq <= last_seq && last_seq != 0 {
+                if let Some(last) = last_seq.filter(|&last| seq <= last) {
                     out.dropped_tail = Some(format!(
-                        "record at offset {pos} has sequence {seq} after {last_seq}"
+                        "record at offset {pos} has sequence {seq} after {last}"
                     ));
                     break;
                 }
-                last_seq = seq;
+                last_seq = Some(seq);
                 out.txns.push((seq, ops));
                 pos += used;
             }
@@ -338,6 +338,17 @@ mod tests {
             assert_eq!(&full.txns[..c.txns.len()], &c.txns[..]);
             assert!(c.good_len <= cut as u64);
         }
+    }
+
+    #[test]
+    fn sequence_numbers_must_ascend_from_the_first_record() {
+        let mut b = header(1);
+        for seq in [0, 0, 1] {
+            b.extend(encode_record(seq, &[Op::CreateEntry(1)]).unwrap());
+        }
+        let c = read_log(&b).ok().unwrap();
+        assert_eq!(c.txns.len(), 1, "a repeated sequence 0 ends the log");
+        assert!(c.dropped_tail.unwrap().contains("sequence 0 after 0"));
     }
 
     #[test]

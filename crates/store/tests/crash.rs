@@ -29,7 +29,7 @@ const WRITER_ENV: &str = "SPINDLE_CRASH_WRITER";
 const START_ENV: &str = "SPINDLE_CRASH_START";
 const THREADS: u32 = 3;
 /// Thread 0 compacts after every this many of its commits.
-const COMPACT_EVERY: u32 = 40;
+const COMPACT_EVERY: u32 = 20;
 const SRC: &str = "plugin/crash";
 const RATER: &str = "client/rater";
 
@@ -253,7 +253,7 @@ fn acknowledged_commits_survive_sigkill_at_random_moments() {
         let mode = rng.gen_range(0..100);
         let delay = match mode {
             0..=9 => Duration::from_micros(rng.gen_range(0..2_000)),
-            10..=74 => Duration::from_micros(rng.gen_range(0..60_000)),
+            10..=74 => Duration::from_micros(rng.gen_range(0..40_000)),
             _ => Duration::from_micros(rng.gen_range(0..4_000)),
         };
         let wait_for_compaction = mode >= 75;

@@ -125,7 +125,7 @@ fn check_recovers(dir: &Path, expected: &State, good_len: u64, what: &str) {
     let mut later = expected.clone();
     later.insert(100, dump(&db)[&100].clone());
     drop(db);
-    let db = Db::open(dir).unwrap();
+    let db = Db::open(dir).unwrap_or_else(|e| panic!("{what}: reopen after the commit: {e}"));
     assert_eq!(
         dump(&db),
         later,
