@@ -105,8 +105,18 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    #[inline]
     pub fn u8(&mut self) -> Result<u8, FormatError> {
-        Ok(self.take(1)?[0])
+        match self.buf.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(FormatError::new(format!(
+                "record ends early at offset {}",
+                self.pos
+            ))),
+        }
     }
 
     pub fn fixed_u32(&mut self) -> Result<u32, FormatError> {
@@ -121,7 +131,27 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(a))
     }
 
+    #[inline]
     pub fn varint(&mut self) -> Result<u64, FormatError> {
+        // Fast paths: one and two bytes cover keys, sources, small ints
+        // and string numbers below 16384.
+        if let Some(&b0) = self.buf.get(self.pos) {
+            if b0 < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b0));
+            }
+            if let Some(&b1) = self.buf.get(self.pos + 1) {
+                if b1 < 0x80 {
+                    self.pos += 2;
+                    return Ok(u64::from(b0 & 0x7f) | (u64::from(b1) << 7));
+                }
+            }
+        }
+        self.varint_slow()
+    }
+
+    #[cold]
+    fn varint_slow(&mut self) -> Result<u64, FormatError> {
         let mut v: u64 = 0;
         let mut shift = 0u32;
         loop {
@@ -138,11 +168,13 @@ impl<'a> Reader<'a> {
     }
 
     /// A varint that must fit a u32 (entry ids, counts).
+    #[inline]
     pub fn u32(&mut self) -> Result<u32, FormatError> {
         let v = self.varint()?;
         u32::try_from(v).map_err(|_| FormatError::new(format!("value {v} does not fit 32 bits")))
     }
 
+    #[inline]
     pub fn ivarint(&mut self) -> Result<i64, FormatError> {
         let v = self.varint()?;
         Ok(((v >> 1) as i64) ^ -((v & 1) as i64))

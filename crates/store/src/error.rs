@@ -47,6 +47,8 @@ pub enum CommitError {
     ReadOnly,
     #[error("no entry with id {0}")]
     NoSuchEntry(u32),
+    #[error("entry id {id} is too far beyond the last id (the next free id is {next}; ids are dense, so an entry may be at most {gap} past it)")]
+    IdOutOfRange { id: u32, next: u32, gap: u32 },
     #[error("entry {0} already exists")]
     EntryExists(u32),
     #[error("the key '{0}' is reserved for the entry id")]

@@ -70,6 +70,10 @@ pub(crate) struct Ranks {
 
 pub(crate) const IGNORED: u16 = u16::MAX;
 
+/// How far past the current end a new entry id may be. Entries live in a
+/// dense table indexed by id, so a huge id would allocate a huge table.
+pub const MAX_ID_GAP: u32 = 1 << 24;
+
 /// The whole library in memory.
 #[derive(Debug, Clone, Default)]
 pub struct Library {
@@ -262,6 +266,14 @@ impl Library {
         for op in ops {
             match op {
                 Op::CreateEntry(id) => {
+                    let next = self.next_id();
+                    if *id >= next.saturating_add(MAX_ID_GAP) {
+                        return Err(CommitError::IdOutOfRange {
+                            id: *id,
+                            next,
+                            gap: MAX_ID_GAP,
+                        });
+                    }
                     if *id == 0 || exists(*id, &created, &deleted) {
                         return Err(CommitError::EntryExists(*id));
                     }
@@ -313,7 +325,7 @@ impl Library {
         match op {
             Op::CreateEntry(id) => {
                 let i = *id as usize;
-                if *id == 0 {
+                if *id == 0 || *id >= self.next_id().saturating_add(MAX_ID_GAP) {
                     return;
                 }
                 if self.entries.len() <= i {
