@@ -88,9 +88,12 @@ fn main() {
     drop(db);
     let t = Instant::now();
     let db = Db::open(&dir).expect("reopen");
+    let r = db.open_report();
     eprintln!(
-        "reopen {:?}, stats {:?}",
+        "reopen {:?} (read {:?}, indexes {:?}), data file {} bytes",
         t.elapsed(),
+        r.read_time,
+        r.index_time,
         db.stats().data_file_bytes
     );
     let lib = db.read();

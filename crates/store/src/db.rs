@@ -26,6 +26,10 @@ pub struct OpenReport {
     pub warnings: Vec<String>,
     /// Time spent reading, replaying and indexing.
     pub elapsed: std::time::Duration,
+    /// Of which: reading and decoding the data file.
+    pub read_time: std::time::Duration,
+    /// Of which: building the in-memory indexes.
+    pub index_time: std::time::Duration,
 }
 
 /// Sizes and counts for `db stats`.
@@ -298,6 +302,7 @@ enum Loaded {
 /// Read the data file, then replay the log over it.
 fn load(dir: &Path) -> Result<Loaded, OpenError> {
     let mut report = OpenReport::default();
+    let t0 = std::time::Instant::now();
     let data_path = dir.join(DATA_FILE);
     let log_path = dir.join(LOG_FILE);
 
@@ -321,8 +326,11 @@ fn load(dir: &Path) -> Result<Loaded, OpenError> {
         })?,
         None => (Library::new(), 0, Vec::new()),
     };
+    report.read_time = t0.elapsed();
     // Indexes first, so replayed ops maintain them incrementally.
+    let t1 = std::time::Instant::now();
     snapshot::build_indexes(&mut lib, &indexes);
+    report.index_time = t1.elapsed();
 
     let mut seq = 0u64;
     let mut good_len = None;

@@ -11,9 +11,11 @@
 //! A posting is (entry id, source id): filters still apply the source
 //! preference, cheaply, to each candidate.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use crate::fold::collation_key;
+use hashbrown::HashMap;
+
+use crate::fold::{collation_key, collation_key_str};
 use crate::intern::Interner;
 use crate::model::{Library, Prop, Val};
 
@@ -35,11 +37,10 @@ pub(crate) struct KeyIndex {
 }
 
 fn val_key(strings: &Interner, v: Val) -> Box<[u8]> {
-    let value = match v {
-        Val::Int(i) => spindle_query::Value::Int(i),
-        Val::Str(s) => spindle_query::Value::Str(strings.resolve(s).to_owned()),
-    };
-    collation_key(&value).into_boxed_slice()
+    match v {
+        Val::Int(i) => collation_key(&spindle_query::Value::Int(i)).into_boxed_slice(),
+        Val::Str(s) => collation_key_str(strings.resolve(s)).into_boxed_slice(),
+    }
 }
 
 /// The distinct case-folded words of a value (an integer is one word).
@@ -110,17 +111,36 @@ impl KeyIndex {
         }
         let mut ord_runs: Vec<(Box<[u8]>, Vec<Posting>)> =
             Vec::with_capacity(by_str.len() + by_int.len());
-        let mut word_runs: HashMap<String, Vec<Posting>> = HashMap::new();
-        for (i, list) in by_int {
-            for w in words_of(strings, Val::Int(i)) {
-                word_runs.entry(w).or_default().extend_from_slice(&list);
+        // Words borrow from the string arena; only distinct words are
+        // copied, once, into the map.
+        let int_words: Vec<(String, &Vec<Posting>)> =
+            by_int.iter().map(|(i, l)| (i.to_string(), l)).collect();
+        let mut word_runs: HashMap<&str, Vec<Posting>> = HashMap::new();
+        for (w, list) in &int_words {
+            word_runs
+                .entry(w.as_str())
+                .or_default()
+                .extend_from_slice(list);
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for (&f, list) in &by_str {
+            seen.clear();
+            for w in strings.resolve(f).split_whitespace() {
+                if seen.contains(&w) {
+                    continue;
+                }
+                seen.push(w);
+                word_runs.entry(w).or_default().extend_from_slice(list);
             }
+        }
+        let mut words: Vec<(Box<str>, Vec<Posting>)> = word_runs
+            .into_iter()
+            .map(|(w, l)| (Box::from(w), l))
+            .collect();
+        for (i, list) in by_int {
             ord_runs.push((val_key(strings, Val::Int(i)), list));
         }
         for (f, list) in by_str {
-            for w in words_of(strings, Val::Str(f)) {
-                word_runs.entry(w).or_default().extend_from_slice(&list);
-            }
             ord_runs.push((val_key(strings, Val::Str(f)), list));
         }
         ord_runs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -140,10 +160,8 @@ impl KeyIndex {
         };
         let ord: BTreeMap<Box<[u8]>, Vec<Posting>> =
             merged.into_iter().map(|(k, l)| (k, finish(l))).collect();
-        let mut words: Vec<(Box<str>, Vec<Posting>)> = word_runs
-            .into_iter()
-            .map(|(w, l)| (w.into_boxed_str(), finish(l)))
-            .collect();
+        let mut words: Vec<(Box<str>, Vec<Posting>)> =
+            words.drain(..).map(|(w, l)| (w, finish(l))).collect();
         words.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         KeyIndex {
             ord,
