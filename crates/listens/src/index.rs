@@ -173,7 +173,12 @@ impl Index {
 
     pub(crate) fn dedupe_key(&mut self, l: &Listen) -> DedupeKey {
         let u = self.strs.id(&l.user);
-        (u, l.timestamp, self.norm_id(&l.artist), self.norm_id(&l.title))
+        (
+            u,
+            l.timestamp,
+            self.norm_id(&l.artist),
+            self.norm_id(&l.title),
+        )
     }
 
     pub(crate) fn add(&mut self, l: &Listen) {
@@ -360,7 +365,8 @@ impl Index {
     }
 
     fn name(&self, norm: u32) -> &str {
-        self.strs.str(self.display.get(&norm).copied().unwrap_or(norm))
+        self.strs
+            .str(self.display.get(&norm).copied().unwrap_or(norm))
     }
 
     pub(crate) fn per_day(&self, user: &str, since: Option<i64>) -> Vec<(i64, u32)> {

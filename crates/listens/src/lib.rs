@@ -30,6 +30,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod import;
 mod index;
 mod log;
 mod model;
@@ -37,6 +38,7 @@ mod normalise;
 mod store;
 
 pub use error::{AppendError, OpenError};
+pub use import::{parse_export, ImportError};
 pub use index::{Chart, ChartKind, ChartRow, Loved, Page, RecentQuery, UserSummary};
 pub use model::{Event, Listen};
 pub use normalise::normalise;

@@ -24,7 +24,12 @@ mod tests {
 
     #[test]
     fn folds_case_and_spaces() {
-        for (a, b) in [("ABC", "abc"), (" a \t b ", "a b"), ("Björk", "björk"), ("", "")] {
+        for (a, b) in [
+            ("ABC", "abc"),
+            (" a \t b ", "a b"),
+            ("Björk", "björk"),
+            ("", ""),
+        ] {
             assert_eq!(normalise(a), b);
         }
     }

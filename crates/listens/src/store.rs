@@ -223,14 +223,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (s, _) = Listens::open(dir.path()).unwrap();
         let r = s
-            .submit(vec![l("u", 5, "Abba", "SOS", ""), l("u", 5, " abba", "sos ", "")])
+            .submit(vec![
+                l("u", 5, "Abba", "SOS", ""),
+                l("u", 5, " abba", "sos ", ""),
+            ])
             .unwrap();
         assert_eq!(r, vec![Submitted::Accepted, Submitted::Duplicate]);
         let r = s.submit(vec![l("u", 5, "ABBA", "SOS", "")]).unwrap();
         assert_eq!(r, vec![Submitted::Duplicate]);
         // Another user or another second is another listen.
         let r = s
-            .submit(vec![l("v", 5, "Abba", "SOS", ""), l("u", 6, "Abba", "SOS", "")])
+            .submit(vec![
+                l("v", 5, "Abba", "SOS", ""),
+                l("u", 6, "Abba", "SOS", ""),
+            ])
             .unwrap();
         assert_eq!(r, vec![Submitted::Accepted, Submitted::Accepted]);
         assert_eq!(s.summary("u").playcount, 2);
@@ -249,7 +255,13 @@ mod tests {
             let a = (seed >> 33) % 17;
             let t = (seed >> 40) % 5;
             let ts = now - ((seed >> 20) % (400 * DAY as u64)) as i64 - i;
-            all.push(l("u", ts, &format!("Artist {a}"), &format!("T{t}"), &format!("Al{t}")));
+            all.push(l(
+                "u",
+                ts,
+                &format!("Artist {a}"),
+                &format!("T{t}"),
+                &format!("Al{t}"),
+            ));
         }
         s.submit(all.clone()).unwrap();
         for days in [None, Some(7), Some(30), Some(90), Some(365)] {
@@ -265,7 +277,10 @@ mod tests {
             for row in &chart.rows {
                 assert_eq!(naive[&row.name], row.playcount, "{days:?} {}", row.name);
             }
-            assert!(chart.rows.windows(2).all(|w| w[0].playcount >= w[1].playcount));
+            assert!(chart
+                .rows
+                .windows(2)
+                .all(|w| w[0].playcount >= w[1].playcount));
             // Paging continues the same ranking.
             let p2 = s.top("u", ChartKind::Artists, since, 5, 2);
             assert_eq!(p2.rows[..], chart.rows[5..10.min(chart.rows.len())]);

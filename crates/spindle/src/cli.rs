@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::cmd::listens::ListensCommand;
 use crate::cmd::scan::ScanArgs;
+use crate::cmd::user::{ApikeyCommand, UserCommand};
 use crate::cmd::{bench::BenchCommand, db::DbCommand, iobench::IobenchArgs, query::QueryArgs};
 
 /// Spindle: your music library, its query language, scrobbling and streaming.
@@ -22,7 +24,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the library (web UI and APIs). The HTTP server is not built yet.
+    /// Serve the library and the scrobble APIs (Last.fm 2.0, Audioscrobbler 1.2, ListenBrainz).
     Serve {
         /// A music folder to serve (repeatable).
         #[arg(long, value_name = "DIR")]
@@ -43,4 +45,13 @@ pub enum Command {
     /// Benchmarks that compare Spindle with its peers in one run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Accounts for the scrobble APIs: add a user, print a ListenBrainz token.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// API key and secret pairs for Last.fm clients.
+    #[command(subcommand)]
+    Apikey(ApikeyCommand),
+    /// The listening history: import a Last.fm or ListenBrainz export.
+    #[command(subcommand)]
+    Listens(ListensCommand),
 }

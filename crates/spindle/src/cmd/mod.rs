@@ -5,8 +5,11 @@ pub mod bench;
 pub mod bench_scan;
 pub mod db;
 pub mod iobench;
+pub mod listens;
 pub mod query;
 pub mod scan;
+pub mod serve;
+pub mod user;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,35 +50,14 @@ pub fn default_data_dir() -> PathBuf {
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
     match &cli.command {
-        Command::Serve { music, listen } => serve(&data_dir, music, listen),
+        Command::Serve { music, listen } => serve::run(&data_dir, music, listen),
         Command::Query(args) => query::run(args, &data_dir),
         Command::Scan(args) => scan::run(args, &data_dir),
         Command::Db(cmd) => db::run(cmd, &data_dir),
         Command::Iobench(args) => iobench::run(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(cmd) => bench::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
+        Command::User(cmd) => user::run_user(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
+        Command::Apikey(cmd) => user::run_apikey(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
+        Command::Listens(cmd) => listens::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
     }
-}
-
-fn serve(data_dir: &std::path::Path, music: &[PathBuf], listen: &str) -> anyhow::Result<ExitCode> {
-    use anyhow::Context;
-    let db = spindle_store::Db::open(data_dir)
-        .with_context(|| format!("opening the library in {}", data_dir.display()))?;
-    for w in &db.open_report().warnings {
-        eprintln!("spindle: warning: {w}");
-    }
-    let stats = db.stats();
-    println!(
-        "spindle: library in {} holds {} entries ({} properties)",
-        data_dir.display(),
-        stats.entries,
-        stats.properties
-    );
-    println!(
-        "spindle: the HTTP server (web UI, Subsonic, scrobble APIs on {listen}) is not built yet;"
-    );
-    if !music.is_empty() {
-        println!("spindle: scanning music folders is not built yet either.");
-    }
-    println!("spindle: meanwhile, try `spindle db import-json FILE` and `spindle query '*'`.");
-    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,153 @@
+//! Audioscrobbler 1.2 / 1.2.1 for older clients: the handshake at
+//! `/?hs=true&p=1.2[.1]&c&v&u&t&a` (a = md5(md5(password) + t), or the
+//! 1.2.1 form with `api_key` and `sk`), then `/as12/nowplaying` and
+//! `/as12/submissions` with `s=<session id>`. Answers are plain text:
+//! `OK`, `BADAUTH`, `BADTIME`, `BADSESSION`, `FAILED <reason>`.
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use spindle_listens::Listen;
+
+use crate::accounts::{md5_hex, random_hex};
+use crate::params::Params;
+use crate::scrobble;
+use crate::state::{lock, AppState};
+
+/// How far the client's clock may be off, seconds.
+pub const MAX_SKEW: i64 = 3600;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(handshake))
+        .route("/as12/nowplaying", post(now_playing))
+        .route("/as12/submissions", post(submissions))
+}
+
+fn text(s: String) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        s,
+    )
+        .into_response()
+}
+
+async fn handshake(State(st): State<AppState>, req: Request) -> Response {
+    let p = Params::parse(req.uri().query(), b"");
+    if p.get("hs") != Some("true") {
+        return (StatusCode::NOT_FOUND, "Spindle: nothing here yet").into_response();
+    }
+    let base = st.config.public_url.clone().unwrap_or_else(|| {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("127.0.0.1");
+        format!("http://{host}")
+    });
+    let (Some(user), Some(t)) = (p.nonempty("u"), p.nonempty("t")) else {
+        return text("FAILED missing u or t\n".into());
+    };
+    let Ok(ts) = t.parse::<i64>() else {
+        return text("FAILED t is not a timestamp\n".into());
+    };
+    if (ts - st.now()).abs() > MAX_SKEW {
+        return text("BADTIME\n".into());
+    }
+    let ok = match (p.get("a"), p.get("sk"), p.get("api_key")) {
+        (Some(a), Some(sk), Some(key)) => {
+            // 1.2.1 web-service auth: a = md5(secret + t).
+            st.accounts.session(sk).is_some_and(|s| s.user == user)
+                && st.accounts.api_secret(key).is_some_and(|sec| {
+                    md5_hex(format!("{sec}{t}").as_bytes()) == a.to_ascii_lowercase()
+                })
+        }
+        (Some(a), _, _) => st.accounts.password(user).is_some_and(|pw| {
+            md5_hex(format!("{}{t}", md5_hex(pw.as_bytes())).as_bytes()) == a.to_ascii_lowercase()
+        }),
+        _ => false,
+    };
+    if !ok {
+        return text("BADAUTH\n".into());
+    }
+    let sid = random_hex();
+    lock(&st.live.as12_sessions).insert(sid.clone(), user.to_owned());
+    text(format!(
+        "OK\n{sid}\n{base}/as12/nowplaying\n{base}/as12/submissions\n"
+    ))
+}
+
+async fn form(st: &AppState, req: Request) -> Result<(Params, String), Response> {
+    let query = req.uri().query().map(str::to_owned);
+    let body = axum::body::to_bytes(req.into_body(), st.config.max_body)
+        .await
+        .map_err(|_| text("FAILED request too large\n".into()))?;
+    let p = Params::parse(query.as_deref(), &body);
+    let user = p
+        .get("s")
+        .and_then(|s| lock(&st.live.as12_sessions).get(s).cloned())
+        .ok_or_else(|| text("BADSESSION\n".into()))?;
+    Ok((p, user))
+}
+
+fn listen(p: &Params, user: &str, i: Option<usize>) -> Option<Listen> {
+    let key = |k: &str| match i {
+        Some(i) => format!("{k}[{i}]"),
+        None => k.to_owned(),
+    };
+    let get = |k: &str| p.get(&key(k)).map(str::to_owned);
+    let mut l = Listen::new(user, 0, &get("a")?, &get("t")?);
+    l.album = get("b").unwrap_or_default();
+    l.mbid = get("m").unwrap_or_default();
+    l.duration = get("l").and_then(|v| v.parse().ok());
+    l.track_number = get("n").and_then(|v| v.parse().ok());
+    l.client = "as12".into();
+    if i.is_some() {
+        l.timestamp = get("i")?.parse().ok()?;
+    }
+    Some(l)
+}
+
+async fn now_playing(State(st): State<AppState>, req: Request) -> Response {
+    let (p, user) = match form(&st, req).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    match listen(&p, &user, None) {
+        Some(mut l) if scrobble::check(&st, &l, false).is_ok() => {
+            l.timestamp = st.now();
+            st.set_now_playing(l);
+            text("OK\n".into())
+        }
+        _ => text("FAILED missing or bad a or t\n".into()),
+    }
+}
+
+async fn submissions(State(st): State<AppState>, req: Request) -> Response {
+    let (p, user) = match form(&st, req).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let mut good = Vec::new();
+    for i in 0..50 {
+        if p.get(&format!("a[{i}]")).is_none() {
+            break;
+        }
+        // Like Last.fm's 1.2 server: a bad entry is dropped, the rest kept.
+        if let Some(l) = listen(&p, &user, Some(i)) {
+            if scrobble::check(&st, &l, true).is_ok() {
+                good.push(l);
+            }
+        }
+    }
+    if p.get("a[50]").is_some() {
+        return text("FAILED at most 50 submissions per request\n".into());
+    }
+    match scrobble::store(&st, good).await {
+        Ok(_) => text("OK\n".into()),
+        Err(e) => text(format!("FAILED {e}\n")),
+    }
+}

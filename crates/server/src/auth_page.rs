@@ -1,0 +1,114 @@
+//! The desktop-auth approval page at `/api/auth/?api_key=…&token=…`: a
+//! user logs in and grants the application access, after which
+//! `auth.getSession` hands out a session key. A plain form for now (the
+//! web UI will restyle it).
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+
+use crate::lastfm::{approve_token, token_pending};
+use crate::params::Params;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/auth/", get(page).post(grant))
+        .route("/api/auth", get(page).post(grant))
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn form(api_key: &str, token: &str, cb: &str, note: &str) -> String {
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Spindle: grant access</title></head>\
+<body><h1>Grant access to your Spindle account</h1><p>{}</p>\
+<form method=\"post\" action=\"/api/auth/\">\
+<input type=\"hidden\" name=\"api_key\" value=\"{}\"><input type=\"hidden\" name=\"token\" value=\"{}\">\
+<input type=\"hidden\" name=\"cb\" value=\"{}\">\
+<label>User <input name=\"username\" autocomplete=\"username\"></label> \
+<label>Password <input name=\"password\" type=\"password\" autocomplete=\"current-password\"></label> \
+<button type=\"submit\">Log in and allow access</button></form></body></html>",
+        esc(note),
+        esc(api_key),
+        esc(token),
+        esc(cb)
+    )
+}
+
+async fn page(State(st): State<AppState>, req: Request) -> Response {
+    let p = Params::parse(req.uri().query(), b"");
+    let (key, token) = (p.get("api_key").unwrap_or(""), p.get("token").unwrap_or(""));
+    if !token_pending(&st, key, token) {
+        return (
+            StatusCode::BAD_REQUEST,
+            Html(
+                "<!doctype html><p>This authorisation link is invalid or has expired.</p>"
+                    .to_owned(),
+            ),
+        )
+            .into_response();
+    }
+    let cb = p.get("cb").unwrap_or("");
+    Html(form(
+        key,
+        token,
+        cb,
+        "An application asks to scrobble to your account.",
+    ))
+    .into_response()
+}
+
+async fn grant(State(st): State<AppState>, req: Request) -> Response {
+    let query = req.uri().query().map(str::to_owned);
+    let Ok(body) = axum::body::to_bytes(req.into_body(), 64 * 1024).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let p = Params::parse(query.as_deref(), &body);
+    let get = |n: &str| p.get(n).unwrap_or("").to_owned();
+    let (key, token, user, pw, cb) = (
+        get("api_key"),
+        get("token"),
+        get("username"),
+        get("password"),
+        get("cb"),
+    );
+    let acc = st.accounts.clone();
+    let (u2, pw2) = (user.clone(), pw);
+    let ok = tokio::task::spawn_blocking(move || acc.check_password(&u2, &pw2))
+        .await
+        .unwrap_or(false);
+    if !ok {
+        return (
+            StatusCode::FORBIDDEN,
+            Html(form(&key, &token, &cb, "Wrong user name or password.")),
+        )
+            .into_response();
+    }
+    if !approve_token(&st, &key, &token, &user) {
+        return (
+            StatusCode::BAD_REQUEST,
+            Html(
+                "<!doctype html><p>This authorisation link is invalid or has expired.</p>"
+                    .to_owned(),
+            ),
+        )
+            .into_response();
+    }
+    if cb.starts_with("http://") || cb.starts_with("https://") {
+        let sep = if cb.contains('?') { '&' } else { '?' };
+        return Redirect::to(&format!("{cb}{sep}token={token}")).into_response();
+    }
+    Html(format!(
+        "<!doctype html><p>Access granted for {}. You can close this page and return to the application.</p>",
+        esc(&user)
+    ))
+    .into_response()
+}

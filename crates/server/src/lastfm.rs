@@ -1,0 +1,670 @@
+//! The Last.fm 2.0 API at `/2.0/` (GET and POST, query and form merged),
+//! answering XML by default and JSON for `format=json`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use axum::routing::any;
+use axum::Router;
+use spindle_listens::{ChartKind, Listen, RecentQuery};
+
+use crate::accounts::random_hex;
+use crate::lfm_response::{error_body, ok_body, Node};
+use crate::params::Params;
+use crate::scrobble::{self, Ignored};
+use crate::state::{lock, AppState, PendingToken};
+use crate::time::lastfm_date;
+
+/// Most scrobbles in one `track.scrobble` call.
+pub const MAX_BATCH: usize = 50;
+/// How long an `auth.getToken` token can be approved and exchanged.
+pub const TOKEN_TTL: i64 = 3600;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/2.0/", any(handle))
+        .route("/2.0", any(handle))
+}
+
+/// A Last.fm error: code and message.
+#[derive(Debug)]
+pub struct LfmError(pub u32, pub String);
+
+fn err(code: u32, msg: impl Into<String>) -> LfmError {
+    LfmError(code, msg.into())
+}
+
+fn missing(name: &str) -> LfmError {
+    err(
+        6,
+        format!("Invalid parameters - Your request is missing a required parameter: {name}"),
+    )
+}
+
+fn status_of(code: u32) -> StatusCode {
+    match code {
+        4 | 9 | 10 | 13 | 14 | 15 | 26 => StatusCode::FORBIDDEN,
+        29 => StatusCode::TOO_MANY_REQUESTS,
+        11 | 16 => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+struct Fmt {
+    json: bool,
+    callback: Option<String>,
+}
+
+fn respond(fmt: &Fmt, status: StatusCode, body: String) -> Response {
+    let (ctype, body) = match (&fmt.json, &fmt.callback) {
+        (true, Some(cb)) => ("text/javascript; charset=utf-8", format!("{cb}({body});")),
+        (true, None) => ("application/json; charset=utf-8", body),
+        (false, _) => ("text/xml; charset=utf-8", body),
+    };
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r
+}
+
+async fn handle(State(st): State<AppState>, req: Request) -> Response {
+    let ip = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    let query = req.uri().query().map(str::to_owned);
+    let is_json_q = query
+        .as_deref()
+        .is_some_and(|q| Params::parse(Some(q), b"").get("format") == Some("json"));
+    let body = match axum::body::to_bytes(req.into_body(), st.config.max_body).await {
+        Ok(b) => b,
+        Err(_) => {
+            let fmt = Fmt {
+                json: is_json_q,
+                callback: None,
+            };
+            let msg = format!(
+                "Invalid parameters - the request body is larger than {} bytes",
+                st.config.max_body
+            );
+            return respond(
+                &fmt,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                error_body(6, &msg, fmt.json),
+            );
+        }
+    };
+    let p = Params::parse(query.as_deref(), &body);
+    let fmt = Fmt {
+        json: p.get("format") == Some("json"),
+        callback: p
+            .get("callback")
+            .filter(|c| {
+                !c.is_empty()
+                    && c.chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '_' | '.' | '$'))
+            })
+            .map(str::to_owned),
+    };
+    let rate = st.rate(ip);
+    let result = if !rate.allowed {
+        Err(err(
+            29,
+            "Rate Limit Exceeded - Your IP has made too many requests in a short period",
+        ))
+    } else {
+        call(&st, &p).await
+    };
+    match result {
+        Ok(node) => respond(&fmt, StatusCode::OK, ok_body(node.as_ref(), fmt.json)),
+        Err(LfmError(code, msg)) => {
+            respond(&fmt, status_of(code), error_body(code, &msg, fmt.json))
+        }
+    }
+}
+
+fn is_scrobble_field(name: &str) -> bool {
+    let base = name.split('[').next().unwrap_or(name);
+    matches!(
+        base,
+        "artist"
+            | "track"
+            | "album"
+            | "albumArtist"
+            | "mbid"
+            | "timestamp"
+            | "duration"
+            | "trackNumber"
+            | "context"
+            | "streamId"
+            | "streamID"
+            | "chosenByUser"
+    )
+}
+
+async fn call(st: &AppState, p: &Params) -> Result<Option<Node>, LfmError> {
+    let method = p.nonempty("method").ok_or_else(|| missing("method"))?;
+    let method = method.to_ascii_lowercase();
+    if let Some(name) = p.nul_in() {
+        // NULs inside scrobble fields are judged per scrobble.
+        if !(method == "track.scrobble" && is_scrobble_field(name)) {
+            return Err(err(6, format!("Invalid parameters - NUL byte in '{name}'")));
+        }
+    }
+    match method.as_str() {
+        "auth.gettoken" => {
+            let key = signed(st, p)?;
+            let token = random_hex();
+            lock(&st.live.tokens).insert(
+                token.clone(),
+                PendingToken {
+                    api_key: key,
+                    created: st.now(),
+                    approved_by: None,
+                },
+            );
+            Ok(Some(Node::text("token", token)))
+        }
+        "auth.getsession" => {
+            let key = signed(st, p)?;
+            let token = p.nonempty("token").ok_or_else(|| missing("token"))?;
+            let user = {
+                let mut tokens = lock(&st.live.tokens);
+                let Some(t) = tokens.get(token).cloned() else {
+                    return Err(err(15, "Unauthorized Token - This token has expired"));
+                };
+                if t.created + TOKEN_TTL < st.now() || t.api_key != key {
+                    tokens.remove(token);
+                    return Err(err(15, "Unauthorized Token - This token has expired"));
+                }
+                let Some(user) = t.approved_by else {
+                    return Err(err(
+                        14,
+                        "Unauthorized Token - This token has not been authorized",
+                    ));
+                };
+                tokens.remove(token);
+                user
+            };
+            session_node(st, &user, &key).await
+        }
+        "auth.getmobilesession" => {
+            let key = signed(st, p)?;
+            let user = p.nonempty("username").ok_or_else(|| missing("username"))?;
+            let ok = match (p.get("password"), p.get("authToken")) {
+                (Some(pw), _) => {
+                    let (acc, u, pw) = (st.accounts.clone(), user.to_owned(), pw.to_owned());
+                    tokio::task::spawn_blocking(move || acc.check_password(&u, &pw))
+                        .await
+                        .unwrap_or(false)
+                }
+                (None, Some(t)) => st.accounts.check_auth_token(user, t),
+                (None, None) => return Err(missing("password")),
+            };
+            if !ok {
+                return Err(err(
+                    4,
+                    "Authentication Failed - Invalid username or password",
+                ));
+            }
+            session_node(st, user, &key).await
+        }
+        "track.updatenowplaying" => {
+            let user = authed(st, p)?;
+            let mut l = listen_from(p, "", &user).ok_or_else(|| missing("artist, track"))?;
+            l.timestamp = st.now();
+            let ig = scrobble::check(st, &l, false).err();
+            if ig.is_none() {
+                st.set_now_playing(l.clone());
+            }
+            let code = ig.map_or(0, Ignored::code);
+            Ok(Some(
+                Node::new("nowplaying")
+                    .child(Node::text("track", &l.title).attr("corrected", "0"))
+                    .child(Node::text("artist", &l.artist).attr("corrected", "0"))
+                    .child(Node::text("album", &l.album).attr("corrected", "0"))
+                    .child(Node::text("albumArtist", &l.album_artist).attr("corrected", "0"))
+                    .child(
+                        Node::text("ignoredMessage", ig.map_or("", Ignored::message))
+                            .attr("code", code.to_string()),
+                    ),
+            ))
+        }
+        "track.scrobble" => {
+            let user = authed(st, p)?;
+            scrobble_batch(st, p, &user).await.map(Some)
+        }
+        "track.love" | "track.unlove" => {
+            let user = authed(st, p)?;
+            let artist = p.nonempty("artist").ok_or_else(|| missing("artist"))?;
+            let track = p.nonempty("track").ok_or_else(|| missing("track"))?;
+            scrobble::love(
+                st,
+                user,
+                artist.into(),
+                track.into(),
+                method == "track.love",
+            )
+            .await
+            .map_err(|e| err(16, format!("Temporary error - {e}")))?;
+            Ok(None)
+        }
+        "user.getinfo" => {
+            let user = target_user(st, p)?;
+            let s = st.listens.summary(&user);
+            let reg = st.accounts.user_created(&user).unwrap_or(0);
+            Ok(Some(
+                Node::new("user")
+                    .child(Node::text("name", &user))
+                    .child(Node::text("realname", ""))
+                    .child(Node::text("url", ""))
+                    .child(Node::text("country", ""))
+                    .child(Node::text("age", "0"))
+                    .child(Node::text("gender", "n"))
+                    .child(Node::text("subscriber", "0"))
+                    .child(Node::text("playcount", s.playcount.to_string()))
+                    .child(Node::text("artist_count", s.artist_count.to_string()))
+                    .child(Node::text("track_count", s.track_count.to_string()))
+                    .child(Node::text("album_count", s.album_count.to_string()))
+                    .child(Node::text("playlists", "0"))
+                    .child(Node::text("bootstrap", "0"))
+                    .child(
+                        Node::text("registered", reg.to_string()).attr("unixtime", reg.to_string()),
+                    )
+                    .child(Node::text("type", "user")),
+            ))
+        }
+        "user.getrecenttracks" => recent_tracks(st, p),
+        "user.gettopartists" => top(st, p, ChartKind::Artists),
+        "user.gettopalbums" => top(st, p, ChartKind::Albums),
+        "user.gettoptracks" => top(st, p, ChartKind::Tracks),
+        "user.getlovedtracks" => {
+            let user = target_user(st, p)?;
+            let (limit, page) = paging(p, 50)?;
+            let all = st.listens.loved(&user);
+            let total = all.len();
+            let rows = all
+                .into_iter()
+                .skip((page - 1).saturating_mul(limit))
+                .take(limit)
+                .map(|l| {
+                    Node::new("track")
+                        .child(Node::text("name", &l.title))
+                        .child(Node::text("mbid", ""))
+                        .child(Node::text("url", ""))
+                        .child(date_node(l.timestamp))
+                        .child(
+                            Node::new("artist")
+                                .child(Node::text("name", &l.artist))
+                                .child(Node::text("mbid", ""))
+                                .child(Node::text("url", "")),
+                        )
+                });
+            Ok(Some(
+                list_attrs(Node::new("lovedtracks"), &user, page, limit, total).children(rows),
+            ))
+        }
+        _ => Err(err(
+            3,
+            "Invalid Method - No method with that name in this package",
+        )),
+    }
+}
+
+async fn session_node(st: &AppState, user: &str, key: &str) -> Result<Option<Node>, LfmError> {
+    let (acc, u, k, now) = (
+        st.accounts.clone(),
+        user.to_owned(),
+        key.to_owned(),
+        st.now(),
+    );
+    let sk = tokio::task::spawn_blocking(move || acc.new_session(&u, &k, now))
+        .await
+        .map_err(|e| err(16, format!("Temporary error - {e}")))?
+        .map_err(|e| err(16, format!("Temporary error - {e}")))?;
+    Ok(Some(
+        Node::new("session")
+            .child(Node::text("name", user))
+            .child(Node::text("key", sk))
+            .child(Node::text("subscriber", "0")),
+    ))
+}
+
+/// The API key's secret; the key must exist.
+fn api_secret(st: &AppState, p: &Params) -> Result<(String, String), LfmError> {
+    let key = p.nonempty("api_key").ok_or_else(|| missing("api_key"))?;
+    let secret = st
+        .accounts
+        .api_secret(key)
+        .ok_or_else(|| err(10, "Invalid API key - You must be granted a valid key"))?;
+    Ok((key.to_owned(), secret))
+}
+
+/// A call that must be signed: returns its API key.
+fn signed(st: &AppState, p: &Params) -> Result<String, LfmError> {
+    let (key, secret) = api_secret(st, p)?;
+    if p.get("api_sig").is_none() {
+        return Err(missing("api_sig"));
+    }
+    if !p.signature_ok(&secret) {
+        return Err(err(13, "Invalid method signature supplied"));
+    }
+    Ok(key)
+}
+
+/// A signed call with a session key: returns the user.
+fn authed(st: &AppState, p: &Params) -> Result<String, LfmError> {
+    signed(st, p)?;
+    let sk = p.nonempty("sk").ok_or_else(|| missing("sk"))?;
+    st.accounts
+        .session(sk)
+        .map(|s| s.user)
+        .ok_or_else(|| err(9, "Invalid session key - Please re-authenticate"))
+}
+
+/// The user a read call is about: `user`, else the session's user.
+fn target_user(st: &AppState, p: &Params) -> Result<String, LfmError> {
+    let (_, secret) = api_secret(st, p)?;
+    if p.get("api_sig").is_some() && !p.signature_ok(&secret) {
+        return Err(err(13, "Invalid method signature supplied"));
+    }
+    let user = match (p.nonempty("user"), p.nonempty("sk")) {
+        (Some(u), _) => u.to_owned(),
+        (None, Some(sk)) => {
+            st.accounts
+                .session(sk)
+                .ok_or_else(|| err(9, "Invalid session key - Please re-authenticate"))?
+                .user
+        }
+        (None, None) => return Err(missing("user")),
+    };
+    if !st.accounts.user_exists(&user) {
+        return Err(err(6, "User not found"));
+    }
+    Ok(user)
+}
+
+fn paging(p: &Params, default_limit: usize) -> Result<(usize, usize), LfmError> {
+    let num = |name: &str, default: usize| -> Result<usize, LfmError> {
+        match p.nonempty(name) {
+            None => Ok(default),
+            Some(v) => v
+                .parse::<usize>()
+                .map_err(|_| err(6, format!("Invalid parameters - '{name}' is not a number"))),
+        }
+    };
+    let limit = num("limit", default_limit)?.clamp(1, 1000);
+    let page = num("page", 1)?.max(1);
+    Ok((limit, page))
+}
+
+fn list_attrs(n: Node, user: &str, page: usize, limit: usize, total: usize) -> Node {
+    n.attr("user", user)
+        .attr("page", page.to_string())
+        .attr("perPage", limit.to_string())
+        .attr("totalPages", total.div_ceil(limit).to_string())
+        .attr("total", total.to_string())
+}
+
+fn date_node(ts: i64) -> Node {
+    Node::text("date", lastfm_date(ts)).attr("uts", ts.to_string())
+}
+
+fn track_node(l: &Listen, now_playing: bool) -> Node {
+    let mut n = Node::new("track");
+    if now_playing {
+        n = n.attr("nowplaying", "true");
+    }
+    n = n
+        .child(Node::text("artist", &l.artist).attr("mbid", ""))
+        .child(Node::text("streamable", "0"))
+        .child(Node::text("name", &l.title))
+        .child(Node::text("mbid", &l.mbid))
+        .child(Node::text("album", &l.album).attr("mbid", ""))
+        .child(Node::text("url", ""));
+    if !now_playing {
+        n = n.child(date_node(l.timestamp));
+    }
+    n
+}
+
+fn recent_tracks(st: &AppState, p: &Params) -> Result<Option<Node>, LfmError> {
+    let user = target_user(st, p)?;
+    let (limit, page) = paging(p, 50)?;
+    let time = |name: &str| -> Result<Option<i64>, LfmError> {
+        p.nonempty(name)
+            .map(|v| {
+                v.parse::<i64>()
+                    .map_err(|_| err(6, format!("Invalid parameters - '{name}' is not a number")))
+            })
+            .transpose()
+    };
+    let q = RecentQuery {
+        from: time("from")?,
+        to: time("to")?,
+        limit,
+        page,
+    };
+    let res = st.listens.recent(&user, &q);
+    let mut n = list_attrs(Node::new("recenttracks"), &user, page, limit, res.total);
+    if page == 1 && q.to.is_none() {
+        if let Some(np) = st.now_playing(&user) {
+            n = n.child(track_node(&np, true));
+        }
+    }
+    Ok(Some(n.children(
+        res.listens.iter().map(|l| track_node(l, false)),
+    )))
+}
+
+/// The start of a chart period, `None` for overall.
+pub fn period_start(period: &str, now: i64) -> Option<Option<i64>> {
+    let days = match period {
+        "overall" | "" => return Some(None),
+        "7day" => 7,
+        "1month" => 30,
+        "3month" => 90,
+        "6month" => 180,
+        "12month" => 365,
+        _ => return None,
+    };
+    Some(Some(now - days * 86_400))
+}
+
+fn top(st: &AppState, p: &Params, kind: ChartKind) -> Result<Option<Node>, LfmError> {
+    let user = target_user(st, p)?;
+    let (limit, page) = paging(p, 50)?;
+    let period = p.get("period").unwrap_or("overall");
+    let since = period_start(period, st.now()).ok_or_else(|| {
+        err(
+            6,
+            "Invalid parameters - period must be overall, 7day, 1month, 3month, 6month or 12month",
+        )
+    })?;
+    let chart = st.listens.top(&user, kind, since, limit, page);
+    let (outer, inner) = match kind {
+        ChartKind::Artists => ("topartists", "artist"),
+        ChartKind::Albums => ("topalbums", "album"),
+        ChartKind::Tracks => ("toptracks", "track"),
+    };
+    let rows = chart.rows.iter().map(|r| {
+        let mut n = Node::new(inner)
+            .attr("rank", r.rank.to_string())
+            .child(Node::text("name", &r.name))
+            .child(Node::text("playcount", r.playcount.to_string()))
+            .child(Node::text("mbid", ""))
+            .child(Node::text("url", ""));
+        if kind != ChartKind::Artists {
+            n = n.child(
+                Node::new("artist")
+                    .child(Node::text("name", &r.artist))
+                    .child(Node::text("mbid", ""))
+                    .child(Node::text("url", "")),
+            );
+        }
+        n
+    });
+    Ok(Some(
+        list_attrs(Node::new(outer), &user, page, limit, chart.total)
+            .attr("type", period)
+            .children(rows),
+    ))
+}
+
+/// The listen named by the plain (`suffix` "") or indexed parameters.
+fn listen_from(p: &Params, suffix: &str, user: &str) -> Option<Listen> {
+    let get = |n: &str| p.get(&format!("{n}{suffix}")).map(str::to_owned);
+    let fields: BTreeMap<&str, String> = [
+        "artist",
+        "track",
+        "album",
+        "albumArtist",
+        "mbid",
+        "duration",
+        "trackNumber",
+    ]
+    .into_iter()
+    .filter_map(|n| Some((n, get(n)?)))
+    .collect();
+    listen_from_fields(&fields, user)
+}
+
+fn listen_from_fields(f: &BTreeMap<&str, String>, user: &str) -> Option<Listen> {
+    let artist = f.get("artist")?;
+    let track = f.get("track")?;
+    let mut l = Listen::new(user, 0, artist, track);
+    l.album = f.get("album").cloned().unwrap_or_default();
+    l.album_artist = f.get("albumArtist").cloned().unwrap_or_default();
+    l.mbid = f.get("mbid").cloned().unwrap_or_default();
+    l.duration = f.get("duration").and_then(|d| d.trim().parse().ok());
+    l.track_number = f.get("trackNumber").and_then(|d| d.trim().parse().ok());
+    l.client = "lastfm".into();
+    Some(l)
+}
+
+async fn scrobble_batch(st: &AppState, p: &Params, user: &str) -> Result<Node, LfmError> {
+    // index → field → value
+    let mut items: BTreeMap<usize, BTreeMap<&str, String>> = BTreeMap::new();
+    let mut plain: BTreeMap<&str, String> = BTreeMap::new();
+    for (k, v) in &p.0 {
+        if let Some((name, rest)) = k.split_once('[') {
+            let Some(idx) = rest.strip_suffix(']') else {
+                continue;
+            };
+            if !is_scrobble_field(name) {
+                continue;
+            }
+            let Ok(i) = idx.parse::<usize>() else {
+                return Err(err(6, format!("Invalid parameters - bad index in '{k}'")));
+            };
+            if i >= MAX_BATCH {
+                return Err(err(
+                    6,
+                    format!("Invalid parameters - at most {MAX_BATCH} scrobbles per call (got index {i})"),
+                ));
+            }
+            items
+                .entry(i)
+                .or_default()
+                .entry(name_static(name))
+                .or_insert_with(|| v.clone());
+        } else if is_scrobble_field(k) {
+            plain.entry(name_static(k)).or_insert_with(|| v.clone());
+        }
+    }
+    if items.is_empty() {
+        if !plain.contains_key("artist") && !plain.contains_key("track") {
+            return Err(missing("artist[i], track[i], timestamp[i]"));
+        }
+        items.insert(0, plain);
+    }
+    // Judge each scrobble; keep the valid ones.
+    let mut verdicts: Vec<(Listen, Option<Ignored>)> = Vec::with_capacity(items.len());
+    for f in items.values() {
+        let mut l = Listen::new(user, 0, "", "");
+        l.client = "lastfm".into();
+        let verdict = match listen_from_fields(f, user) {
+            None if f.get("artist").is_none() => Some(Ignored::Artist),
+            None => Some(Ignored::Track),
+            Some(got) => {
+                l = got;
+                match f.get("timestamp").map(|t| t.trim().parse::<i64>()) {
+                    Some(Ok(ts)) => {
+                        l.timestamp = ts;
+                        scrobble::check(st, &l, true).err()
+                    }
+                    _ => Some(Ignored::TooOld),
+                }
+            }
+        };
+        verdicts.push((l, verdict));
+    }
+    let valid: Vec<Listen> = verdicts
+        .iter()
+        .filter(|(_, v)| v.is_none())
+        .map(|(l, _)| l.clone())
+        .collect();
+    scrobble::store(st, valid)
+        .await
+        .map_err(|e| err(16, format!("Temporary error, please retry - {e}")))?;
+    let accepted = verdicts.iter().filter(|(_, v)| v.is_none()).count();
+    let ignored = verdicts.len() - accepted;
+    let rows = verdicts.iter().map(|(l, v)| {
+        let clean = |s: &str| s.replace('\0', "");
+        Node::new("scrobble")
+            .child(Node::text("track", clean(&l.title)).attr("corrected", "0"))
+            .child(Node::text("artist", clean(&l.artist)).attr("corrected", "0"))
+            .child(Node::text("album", clean(&l.album)).attr("corrected", "0"))
+            .child(Node::text("albumArtist", clean(&l.album_artist)).attr("corrected", "0"))
+            .child(Node::text("timestamp", l.timestamp.to_string()))
+            .child(
+                Node::text("ignoredMessage", v.map_or("", Ignored::message))
+                    .attr("code", v.map_or(0, Ignored::code).to_string()),
+            )
+    });
+    Ok(Node::new("scrobbles")
+        .attr("accepted", accepted as u64)
+        .attr("ignored", ignored as u64)
+        .children(rows))
+}
+
+fn name_static(name: &str) -> &'static str {
+    match name {
+        "artist" => "artist",
+        "track" => "track",
+        "album" => "album",
+        "albumArtist" => "albumArtist",
+        "mbid" => "mbid",
+        "timestamp" => "timestamp",
+        "duration" => "duration",
+        "trackNumber" => "trackNumber",
+        "context" => "context",
+        "chosenByUser" => "chosenByUser",
+        _ => "streamId",
+    }
+}
+
+/// For the approval page: the token exists, is fresh, and belongs to the key.
+pub(crate) fn approve_token(st: &AppState, api_key: &str, token: &str, user: &str) -> bool {
+    let mut tokens = lock(&st.live.tokens);
+    match tokens.get_mut(token) {
+        Some(t) if t.api_key == api_key && t.created + TOKEN_TTL >= st.now() => {
+            t.approved_by = Some(user.to_owned());
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Whether a token is waiting for approval.
+pub(crate) fn token_pending(st: &AppState, api_key: &str, token: &str) -> bool {
+    let tokens = lock(&st.live.tokens);
+    tokens
+        .get(token)
+        .is_some_and(|t| t.api_key == api_key && t.created + TOKEN_TTL >= st.now())
+}

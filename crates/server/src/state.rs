@@ -1,0 +1,229 @@
+//! What every handler shares: the library, accounts, listens, config,
+//! the clock, and short-lived in-memory state (now playing, auth tokens,
+//! rate-limit windows).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use spindle_listens::{Listen, Listens};
+use spindle_store::Db;
+
+use crate::accounts::Accounts;
+use crate::link::Linker;
+
+/// Seconds since the UNIX epoch, injectable so tests of time rules run
+/// without waiting.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> i64;
+}
+
+/// The system clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64)
+    }
+}
+
+/// A clock tests set by hand.
+#[derive(Debug, Default)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn new(now: i64) -> Self {
+        ManualClock(AtomicI64::new(now))
+    }
+    pub fn set(&self, now: i64) {
+        self.0.store(now, Ordering::SeqCst);
+    }
+    pub fn advance(&self, secs: i64) {
+        self.0.fetch_add(secs, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Server settings (the binary builds this from its flags).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Largest request body accepted, in bytes.
+    pub max_body: usize,
+    /// Requests allowed per client IP per window.
+    pub rate_limit: u32,
+    /// Length of a rate-limit window, seconds.
+    pub rate_window: i64,
+    /// Earliest scrobble timestamp accepted (ListenBrainz's
+    /// `LISTEN_MINIMUM_TS`, 2002-10-01).
+    pub min_timestamp: i64,
+    /// How far into the future a scrobble may be, seconds.
+    pub max_future: i64,
+    /// How long a now-playing lasts when the client sent no duration.
+    pub now_playing_ttl: i64,
+    /// The URL clients reach this server by, for the 1.2 handshake's
+    /// submission URLs; `None` uses the request's Host header.
+    pub public_url: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_body: 4 << 20,
+            rate_limit: 20_000,
+            rate_window: 10,
+            min_timestamp: 1_033_430_400,
+            max_future: 3600,
+            now_playing_ttl: 600,
+            public_url: None,
+        }
+    }
+}
+
+/// Something a user is playing now.
+#[derive(Debug, Clone)]
+pub struct NowPlaying {
+    pub listen: Listen,
+    pub expires: i64,
+}
+
+/// An `auth.getToken` token waiting for approval.
+#[derive(Debug, Clone)]
+pub struct PendingToken {
+    pub api_key: String,
+    pub created: i64,
+    pub approved_by: Option<String>,
+}
+
+/// The handlers' shared state. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub db: Arc<Db>,
+    pub accounts: Arc<Accounts>,
+    pub listens: Arc<Listens>,
+    pub config: Arc<Config>,
+    pub clock: Arc<dyn Clock>,
+    pub(crate) live: Arc<Live>,
+    pub(crate) linker: Arc<Linker>,
+}
+
+#[derive(Default)]
+pub(crate) struct Live {
+    pub now_playing: Mutex<HashMap<String, NowPlaying>>,
+    pub tokens: Mutex<HashMap<String, PendingToken>>,
+    pub windows: Mutex<HashMap<IpAddr, (i64, u32)>>,
+    /// AS 1.2 session ids → user.
+    pub as12_sessions: Mutex<HashMap<String, String>>,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What a rate-limit check says.
+pub(crate) struct RateInfo {
+    pub allowed: bool,
+    pub limit: u32,
+    pub remaining: u32,
+    pub reset_in: i64,
+    pub reset_at: i64,
+}
+
+impl AppState {
+    /// State over an open library, accounts and listens.
+    pub fn new(
+        db: Arc<Db>,
+        accounts: Arc<Accounts>,
+        listens: Arc<Listens>,
+        config: Config,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let linker = Arc::new(Linker::start(db.clone()));
+        AppState {
+            db,
+            accounts,
+            listens,
+            config: Arc::new(config),
+            clock,
+            live: Arc::new(Live::default()),
+            linker,
+        }
+    }
+
+    pub fn now(&self) -> i64 {
+        self.clock.now()
+    }
+
+    /// Waits until every listen accepted so far has been linked to the
+    /// library (for tests and shutdown).
+    pub fn flush_library_links(&self) {
+        self.linker.flush();
+    }
+
+    pub(crate) fn rate(&self, ip: Option<IpAddr>) -> RateInfo {
+        let now = self.now();
+        let cfg = &self.config;
+        let Some(ip) = ip else {
+            return RateInfo {
+                allowed: true,
+                limit: cfg.rate_limit,
+                remaining: cfg.rate_limit,
+                reset_in: cfg.rate_window,
+                reset_at: now + cfg.rate_window,
+            };
+        };
+        let mut w = lock(&self.live.windows);
+        let e = w.entry(ip).or_insert((now, 0));
+        if now >= e.0 + cfg.rate_window {
+            *e = (now, 0);
+        }
+        e.1 = e.1.saturating_add(1);
+        let reset_at = e.0 + cfg.rate_window;
+        RateInfo {
+            allowed: e.1 <= cfg.rate_limit,
+            limit: cfg.rate_limit,
+            remaining: cfg.rate_limit.saturating_sub(e.1),
+            reset_in: (reset_at - now).max(0),
+            reset_at,
+        }
+    }
+
+    pub(crate) fn set_now_playing(&self, listen: Listen) {
+        let ttl = listen
+            .duration
+            .map_or(self.config.now_playing_ttl, |d| i64::from(d).max(30));
+        let expires = self.now() + ttl;
+        lock(&self.live.now_playing).insert(listen.user.clone(), NowPlaying { listen, expires });
+    }
+
+    pub(crate) fn now_playing(&self, user: &str) -> Option<Listen> {
+        let now = self.now();
+        let mut np = lock(&self.live.now_playing);
+        match np.get(user) {
+            Some(p) if p.expires > now => Some(p.listen.clone()),
+            Some(_) => {
+                np.remove(user);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// A scrobble ends the now-playing of the same track.
+    pub(crate) fn clear_now_playing_if(&self, l: &Listen) {
+        let mut np = lock(&self.live.now_playing);
+        if let Some(p) = np.get(&l.user) {
+            if p.listen.artist == l.artist && p.listen.title == l.title {
+                np.remove(&l.user);
+            }
+        }
+    }
+}
