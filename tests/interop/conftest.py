@@ -1,0 +1,62 @@
+"""Starts a fresh `spindle serve` on a free loopback port with a temp data
+dir, and makes a user, an API key and a ListenBrainz token with the CLI.
+
+SPINDLE_BIN names the binary (default: target/release/spindle)."""
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = os.environ.get("SPINDLE_BIN", str(ROOT / "target/release/spindle"))
+USER = "ann"
+# pylast's tests read back exact histories and charts, so they get a user
+# of their own.
+PYLAST_USER = "pat"
+PASSWORD = "correct horse"
+
+
+class Server:
+    def __init__(self, url, host, data_dir, api_key, secret, token):
+        self.url, self.host, self.data_dir = url, host, data_dir
+        self.api_key, self.secret, self.token = api_key, secret, token
+        self.user, self.password = USER, PASSWORD
+
+
+def cli(data_dir, *args, stdin=None):
+    return subprocess.run(
+        [BIN, "--data-dir", data_dir, *args],
+        input=stdin, capture_output=True, text=True, check=True,
+    ).stdout
+
+
+@pytest.fixture(scope="session")
+def server():
+    with tempfile.TemporaryDirectory() as data_dir:
+        proc = subprocess.Popen(
+            [BIN, "--data-dir", data_dir, "serve", "--listen", "127.0.0.1:0"],
+            stdout=subprocess.PIPE, text=True,
+        )
+        line = proc.stdout.readline()
+        m = re.search(r"http://([0-9.:]+)/", line)
+        assert m, f"no URL in {line!r}"
+        host = m.group(1)
+        # Accounts are made while the server runs, as a user would.
+        cli(data_dir, "user", "add", USER, stdin=PASSWORD + "\n")
+        cli(data_dir, "user", "add", PYLAST_USER, stdin=PASSWORD + "\n")
+        out = cli(data_dir, "apikey", "add", "--name", "tests")
+        api_key = re.search(r"api_key (\w+)", out).group(1)
+        secret = re.search(r"secret (\w+)", out).group(1)
+        token = cli(data_dir, "user", "token", USER).strip()
+        yield Server(f"http://{host}", host, data_dir, api_key, secret, token)
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def now():
+    return int(time.time())

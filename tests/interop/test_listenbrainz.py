@@ -1,0 +1,71 @@
+"""liblistenbrainz pointed at the server (spec §7.2). Releases up to early
+2025 read a module global API_BASE_URL on every call; later ones take
+api_base_url in the constructor. Both are handled."""
+
+import liblistenbrainz
+import liblistenbrainz.client as lbclient
+import liblistenbrainz.errors
+import pytest
+import requests
+
+from conftest import now
+
+
+@pytest.fixture(scope="module")
+def lb(server):
+    lbclient.API_BASE_URL = server.url
+    try:
+        c = liblistenbrainz.ListenBrainz(api_base_url=server.url)
+    except TypeError:
+        c = liblistenbrainz.ListenBrainz()
+    c.set_auth_token(server.token)  # validates with ?token=
+    return c
+
+
+def test_token_validation(lb, server):
+    other = liblistenbrainz.ListenBrainz(api_base_url=server.url) if hasattr(lb, "api_base_url") \
+        else liblistenbrainz.ListenBrainz()
+    other.set_auth_token(server.token)
+    with pytest.raises(liblistenbrainz.errors.InvalidAuthTokenException):
+        other.set_auth_token("0" * 32)
+    # The ?token= form older clients use.
+    r = requests.get(server.url + "/1/validate-token", params={"token": server.token}, timeout=5)
+    assert r.json()["valid"] is True
+    r = requests.get(server.url + "/1/validate-token", headers={"Authorization": f"Token {server.token}"}, timeout=5)
+    assert r.json()["valid"] is True and r.json()["user_name"] == server.user
+    assert "X-RateLimit-Remaining" in r.headers and "X-RateLimit-Reset-In" in r.headers
+
+
+def test_single_playing_now_and_import_read_back(lb, server):
+    t0 = now() - 50_000
+    single = liblistenbrainz.Listen(track_name="LB Single", artist_name="LB Artist", release_name="LB Rel",
+                                    listened_at=t0, recording_mbid="11111111-2222-3333-4444-555555555555")
+    lb.submit_single_listen(single)
+    lb.submit_playing_now(liblistenbrainz.Listen(track_name="LB Playing", artist_name="LB Artist"))
+    np = lb.get_playing_now(server.user)
+    assert (np.artist_name, np.track_name) == ("LB Artist", "LB Playing")
+    batch = [liblistenbrainz.Listen(track_name=f"LB Import {i}", artist_name="LB Importer", listened_at=t0 - 100 - i)
+             for i in range(30)]
+    lb.submit_multiple_listens(batch)
+    got = lb.get_listens(server.user, max_ts=t0 + 1, count=31)
+    assert [(x.track_name, x.listened_at) for x in got] == \
+        [("LB Single", t0)] + [(f"LB Import {i}", t0 - 100 - i) for i in range(30)]
+    assert got[0].recording_mbid == "11111111-2222-3333-4444-555555555555"
+    assert got[0].release_name == "LB Rel"
+
+
+def test_limits_of_a_submission(server):
+    h = {"Authorization": f"Token {server.token}"}
+    url = server.url + "/1/submit-listens"
+    def listen(ts, i=0):
+        return {"listened_at": ts, "track_metadata": {"artist_name": "L", "track_name": f"T{i}"}}
+    too_many = {"listen_type": "import", "payload": [listen(now() - 10_000 - i, i) for i in range(1001)]}
+    assert requests.post(url, json=too_many, headers=h, timeout=10).status_code == 400
+    two_singles = {"listen_type": "single", "payload": [listen(now() - 5), listen(now() - 6, 1)]}
+    assert requests.post(url, json=two_singles, headers=h, timeout=5).status_code == 400
+    old = {"listen_type": "single", "payload": [listen(978307200)]}  # 2001
+    assert requests.post(url, json=old, headers=h, timeout=5).status_code == 400
+    big = {"listen_type": "single", "payload": [{"listened_at": now(), "track_metadata": {
+        "artist_name": "L", "track_name": "T", "additional_info": {"x": "y" * 11000}}}]}
+    assert requests.post(url, json=big, headers=h, timeout=5).status_code == 400
+    assert requests.post(url, json=old, headers={"Authorization": "Token nope"}, timeout=5).status_code == 401
