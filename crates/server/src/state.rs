@@ -227,3 +227,10 @@ impl AppState {
         }
     }
 }
+
+impl SystemClock {
+    /// The current time, for callers without the trait in scope.
+    pub fn now_secs(&self) -> i64 {
+        Clock::now(self)
+    }
+}

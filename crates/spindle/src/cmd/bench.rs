@@ -14,6 +14,9 @@ pub enum BenchCommand {
     Library(LibraryArgs),
     /// Scanning files against `beet import -A -C` over the same files.
     Scan(super::bench_scan::ScanArgs),
+    /// Scrobbles per second through track.scrobble, and charts over a
+    /// large history.
+    Scrobble(super::bench_scrobble::ScrobbleArgs),
     /// One contestant of `bench library`, in a process of its own (internal).
     #[command(hide = true)]
     LibraryWorker {
@@ -55,6 +58,7 @@ pub fn run(cmd: &BenchCommand, _data_dir: &std::path::Path) -> anyhow::Result<()
     match cmd {
         BenchCommand::Library(args) => library(args),
         BenchCommand::Scan(args) => super::bench_scan::run(args),
+        BenchCommand::Scrobble(args) => super::bench_scrobble::run(args),
         BenchCommand::LibraryWorker { request } => {
             println!("{}", worker_main(request)?);
             Ok(())

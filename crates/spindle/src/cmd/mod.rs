@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod bench_scan;
+pub mod bench_scrobble;
 pub mod db;
 pub mod iobench;
 pub mod listens;
