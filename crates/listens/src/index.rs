@@ -393,7 +393,7 @@ impl Index {
                 timestamp: ts,
             })
             .collect();
-        v.sort_by(|a, b| b.timestamp.cmp(&a.timestamp));
+        v.sort_by_key(|l| std::cmp::Reverse(l.timestamp));
         v
     }
 

@@ -61,7 +61,12 @@ fn signed_body(params: &[(String, String)], secret: &str) -> String {
 }
 
 /// One keep-alive HTTP/1.1 POST; returns the body.
-fn post(conn: &mut BufReader<TcpStream>, host: &str, path: &str, body: &str) -> anyhow::Result<String> {
+fn post(
+    conn: &mut BufReader<TcpStream>,
+    host: &str,
+    path: &str,
+    body: &str,
+) -> anyhow::Result<String> {
     let req = format!(
         "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
@@ -113,7 +118,10 @@ pub fn run(args: &ScrobbleArgs) -> anyhow::Result<()> {
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .spawn()?;
-            c.stdin.take().context("stdin")?.write_all(stdin.as_bytes())?;
+            c.stdin
+                .take()
+                .context("stdin")?
+                .write_all(stdin.as_bytes())?;
             let out = c.wait_with_output()?;
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         };
@@ -147,7 +155,9 @@ pub fn run(args: &ScrobbleArgs) -> anyhow::Result<()> {
             args.clients,
             p99.as_secs_f64() * 1e3
         );
-        println!("| Maloja | not run: start it beside this run and compare by hand (see README) | | |");
+        println!(
+            "| Maloja | not run: start it beside this run and compare by hand (see README) | | |"
+        );
         println!(
             "\ntarget >20,000 scrobbles/s: {}",
             if rate > 20_000.0 { "PASS" } else { "MISS" }
@@ -192,7 +202,10 @@ fn drive(
                             p.push((format!("artist[{i}]"), format!("Artist {}", n % 997)));
                             p.push((format!("track[{i}]"), format!("Track {}", n % 5003)));
                             p.push((format!("album[{i}]"), format!("Album {}", n % 1999)));
-                            p.push((format!("timestamp[{i}]"), (now - 3_000_000 + n as i64 * 20).to_string()));
+                            p.push((
+                                format!("timestamp[{i}]"),
+                                (now - 3_000_000 + n as i64 * 20).to_string(),
+                            ));
                         }
                         let body = signed_body(&p, secret);
                         let t = Instant::now();
@@ -210,7 +223,10 @@ fn drive(
             })
             .collect();
         hs.into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("client panicked"))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("client panicked")))
+            })
             .collect()
     });
     let secs = start.elapsed().as_secs_f64();
@@ -253,8 +269,15 @@ fn chart(n: usize) -> anyhow::Result<()> {
     }
     let load = t.elapsed();
     println!("\n| top artists over {n} listens | time |\n|---|---|");
-    println!("| loading the history (log + indexes) | {:.1} s |", load.as_secs_f64());
-    for (label, since) in [("overall", None), ("7day", Some(now - 7 * 86_400)), ("12month", Some(now - 365 * 86_400))] {
+    println!(
+        "| loading the history (log + indexes) | {:.1} s |",
+        load.as_secs_f64()
+    );
+    for (label, since) in [
+        ("overall", None),
+        ("7day", Some(now - 7 * 86_400)),
+        ("12month", Some(now - 365 * 86_400)),
+    ] {
         let t = Instant::now();
         let c = store.top("bench", ChartKind::Artists, since, 50, 1);
         let el = t.elapsed();
@@ -262,7 +285,11 @@ fn chart(n: usize) -> anyhow::Result<()> {
             "| {label} ({} artists) | {:.2} ms ({}) |",
             c.total,
             el.as_secs_f64() * 1e3,
-            if el.as_millis() < 50 { "PASS <50 ms" } else { "MISS" }
+            if el.as_millis() < 50 {
+                "PASS <50 ms"
+            } else {
+                "MISS"
+            }
         );
     }
     drop(store);
