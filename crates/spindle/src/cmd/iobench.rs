@@ -53,8 +53,11 @@ pub struct IobenchArgs {
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
     /// Write the chart as SVG to FILE and as PNG next to it.
-    #[arg(long, value_name = "FILE.svg")]
-    pub chart: Option<PathBuf>,
+    #[arg(long, value_name = "FILE.svg", default_value = "iobench.svg")]
+    pub chart: PathBuf,
+    /// Write no chart.
+    #[arg(long)]
+    pub no_chart: bool,
     /// Read PATH (an existing file or block device) without writing to it.
     #[arg(long)]
     pub device_readonly: bool,
@@ -169,7 +172,8 @@ pub fn run(args: &IobenchArgs) -> anyhow::Result<()> {
             eprintln!("iobench: wrote {}", path.display());
         }
     }
-    if let Some(chart) = &args.chart {
+    if !args.no_chart {
+        let chart = &args.chart;
         let (svg_path, png_path) = chart_paths(chart);
         std::fs::write(&svg_path, bench::chart::svg(&report))
             .with_context(|| format!("writing the chart {}", svg_path.display()))?;
