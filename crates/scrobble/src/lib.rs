@@ -1,0 +1,42 @@
+//! Spindle's scrobbler: it watches every MPRIS2 player on the session
+//! bus and sends "now playing" and scrobbles to Last.fm-compatible,
+//! ListenBrainz-compatible and Spindle servers, losing no play.
+//!
+//! The crate owns:
+//! - [`session`]: the play-session rules as a pure state machine with an
+//!   injected [`clock`] ([`Session`], [`Players`] for several players);
+//! - [`track`]: what a player plays ([`Track`]) and what is sent ([`Scrobble`]).
+//!
+//! It is *not* the CLI: the `spindle` binary parses arguments and calls in.
+//!
+//! ```
+//! use spindle_scrobble::{Action, Event, Now, Rules, Session, Status, Track};
+//! use std::time::Duration;
+//!
+//! let mut s = Session::new(Rules::default());
+//! let t0 = Now { mono: Duration::ZERO, unix: 1_700_000_000.0 };
+//! let track = Track {
+//!     title: "Song".into(),
+//!     artists: vec!["Band".into()],
+//!     length: Some(Duration::from_secs(200)),
+//!     ..Track::default()
+//! };
+//! s.handle(Event::Status(Status::Playing), t0);
+//! let out = s.handle(Event::Metadata(Some(track.clone())), t0);
+//! assert_eq!(out, vec![Action::NowPlaying(track.clone())]);
+//! // 100 s later (half of 200 s), the play is scrobbled with its start
+//! // time (and now playing, due every minute, is sent again).
+//! let out = s.poll(t0.plus(100.0));
+//! assert!(out.contains(&Action::Scrobble { track, started: 1_700_000_000 }));
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod clock;
+pub mod players;
+pub mod session;
+pub mod track;
+
+pub use clock::{Clock, ManualClock, Now, SystemClock};
+pub use players::Players;
+pub use session::{Action, Event, LoopStatus, NoLength, PlayView, Rules, Session, Status};
+pub use track::{ArtistStyle, Scrobble, Track};
