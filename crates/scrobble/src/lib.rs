@@ -32,11 +32,13 @@
 #![forbid(unsafe_code)]
 
 pub mod clock;
+pub mod journal;
 pub mod players;
 pub mod session;
 pub mod track;
 
 pub use clock::{Clock, ManualClock, Now, SystemClock};
+pub use journal::{Journal, JournalError, OpenReport};
 pub use players::Players;
 pub use session::{Action, Event, LoopStatus, NoLength, PlayView, Rules, Session, Status};
 pub use track::{ArtistStyle, Scrobble, Track};
