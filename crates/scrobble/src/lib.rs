@@ -31,14 +31,22 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod client;
 pub mod clock;
+pub mod config;
 pub mod journal;
+pub mod lastfm;
+pub mod listenbrainz;
 pub mod players;
+pub mod sender;
 pub mod session;
 pub mod track;
 
+pub use client::{Client, Outcome, SendError};
 pub use clock::{Clock, ManualClock, Now, SystemClock};
+pub use config::{Config, ConfigError, Endpoint, Paths, PlayerFilter, Service};
 pub use journal::{Journal, JournalError, OpenReport};
 pub use players::Players;
+pub use sender::{Backoff, Msg, ServiceQueue, ServiceState};
 pub use session::{Action, Event, LoopStatus, NoLength, PlayView, Rules, Session, Status};
 pub use track::{ArtistStyle, Scrobble, Track};

@@ -1,0 +1,335 @@
+//! One task per service: appends each scrobble to the service's journal
+//! before anything is sent, sends the journal oldest first in batches of
+//! 50, and retries with exponential backoff while the service is down.
+//!
+//! - Network errors, Last.fm 11/16/29, HTTP 429 and 5xx: retry the same
+//!   batch after 2 s, 4 s, … up to 15 min (a flush retries at once).
+//! - Last.fm 9 or HTTP 401/403: the service needs `spindle scrobble auth`;
+//!   the queue is kept and nothing is sent until a flush after new
+//!   credentials.
+//! - Error 6 on a batch: halve the batch (Last.fm has refused large
+//!   batches by byte size); a single refused scrobble is logged and dropped.
+//! - Per-scrobble ignored codes are logged; code 5 (daily limit) stops
+//!   the queue at that scrobble for an hour.
+//! - Now playing is sent once and never retried (Last.fm's advice).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::client::{Client, Outcome, SendError};
+use crate::journal::{Journal, JournalError};
+use crate::track::Scrobble;
+
+/// Largest batch (Last.fm's limit).
+pub const BATCH: usize = 50;
+
+/// A message to a service's task.
+#[derive(Debug)]
+pub enum Msg {
+    NowPlaying(Scrobble),
+    Scrobble(Scrobble),
+    /// Retry now; with a client, use it from now on (new credentials).
+    Flush(Option<Client>),
+    Love(Scrobble, bool, oneshot::Sender<Result<(), SendError>>),
+}
+
+/// What `spindle scrobble status` shows of a service.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServiceState {
+    pub name: String,
+    pub pending: usize,
+    pub needs_auth: bool,
+    pub last_error: Option<String>,
+    /// Seconds until the next retry, when waiting.
+    pub retry_in: Option<f64>,
+    pub sent: u64,
+    pub now_playing_sent: u64,
+}
+
+/// Timing knobs (tests shorten them).
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    pub first: Duration,
+    pub max: Duration,
+    /// The wait after ignored code 5 (daily limit).
+    pub daily_limit: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            first: Duration::from_secs(2),
+            max: Duration::from_secs(15 * 60),
+            daily_limit: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// Logs a line about a service to stderr (the daemon's log, e.g. the journal of systemd).
+pub fn log(service: &str, msg: &str) {
+    eprintln!("spindle scrobble [{service}]: {msg}");
+}
+
+/// One service's queue and its sending state.
+pub struct ServiceQueue {
+    pub name: String,
+    /// `None` until the service has credentials.
+    pub client: Option<Client>,
+    pub journal: Journal,
+    pub backoff: Backoff,
+    pub state: Arc<Mutex<ServiceState>>,
+    /// Called with `true`/`false` when the service starts/stops needing auth.
+    pub on_auth_change: Box<dyn Fn(bool) + Send>,
+    batch: usize,
+    delay: Duration,
+    retry_at: Option<Instant>,
+}
+
+impl ServiceQueue {
+    pub fn new(
+        name: &str,
+        client: Option<Client>,
+        journal: Journal,
+        backoff: Backoff,
+        on_auth_change: Box<dyn Fn(bool) + Send>,
+    ) -> ServiceQueue {
+        let needs_auth = client.is_none();
+        let state = ServiceState {
+            name: name.to_owned(),
+            pending: journal.len(),
+            needs_auth,
+            ..ServiceState::default()
+        };
+        ServiceQueue {
+            name: name.to_owned(),
+            client,
+            journal,
+            backoff,
+            state: Arc::new(Mutex::new(state)),
+            on_auth_change,
+            batch: BATCH,
+            delay: backoff.first,
+            retry_at: None,
+        }
+    }
+
+    fn st(&self) -> std::sync::MutexGuard<'_, ServiceState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn needs_auth(&self) -> bool {
+        self.st().needs_auth
+    }
+
+    fn set_needs_auth(&mut self, v: bool) {
+        let changed = {
+            let mut s = self.st();
+            let c = s.needs_auth != v;
+            s.needs_auth = v;
+            c
+        };
+        if changed {
+            (self.on_auth_change)(v);
+        }
+    }
+
+    fn record(&mut self, s: &Scrobble) -> Result<(), JournalError> {
+        self.journal.append(s)?;
+        let n = self.journal.len();
+        self.st().pending = n;
+        Ok(())
+    }
+
+    /// Sends one batch; returns whether more may be sent right away.
+    async fn send_batch(&mut self) -> bool {
+        let Some(client) = self.client.clone() else {
+            self.set_needs_auth(true);
+            return false;
+        };
+        let batch = self.journal.batch(self.batch);
+        if batch.is_empty() {
+            return false;
+        }
+        let result = client.scrobble(&batch).await;
+        let mut acked = 0;
+        let mut more = true;
+        match result {
+            Ok(outcomes) => {
+                acked = batch.len();
+                for (i, (s, o)) in batch.iter().zip(&outcomes).enumerate() {
+                    if let Outcome::Ignored { code, message } = o {
+                        if *code == 5 {
+                            log(&self.name, "daily scrobble limit reached (ignored code 5); retrying in an hour");
+                            acked = i;
+                            self.retry_at = Some(Instant::now() + self.backoff.daily_limit);
+                            more = false;
+                            break;
+                        }
+                        log(
+                            &self.name,
+                            &format!(
+                                "ignored by the service (code {code}: {message}): {} - {} @{}",
+                                s.artist, s.track, s.timestamp
+                            ),
+                        );
+                    }
+                }
+                self.delay = self.backoff.first;
+                self.batch = BATCH;
+                let mut st = self.st();
+                st.last_error = None;
+                st.sent += acked as u64;
+            }
+            Err(e) if e.is_temporary() => {
+                log(&self.name, &format!("{e}; retrying in {:?}", self.delay));
+                self.retry_at = Some(Instant::now() + self.delay);
+                self.delay = (self.delay * 2).min(self.backoff.max);
+                self.st().last_error = Some(e.to_string());
+                more = false;
+            }
+            Err(e @ SendError::Auth { .. }) => {
+                log(
+                    &self.name,
+                    &format!("{e}; keeping {} scrobbles queued", self.journal.len()),
+                );
+                self.st().last_error = Some(e.to_string());
+                self.set_needs_auth(true);
+                more = false;
+            }
+            Err(e) => {
+                if batch.len() > 1 {
+                    self.batch = (batch.len() / 2).max(1);
+                    log(
+                        &self.name,
+                        &format!("{e}; trying batches of {}", self.batch),
+                    );
+                } else {
+                    let s = &batch[0];
+                    log(
+                        &self.name,
+                        &format!("{e}; dropping {} - {} @{}", s.artist, s.track, s.timestamp),
+                    );
+                    acked = 1;
+                }
+                self.st().last_error = Some(e.to_string());
+            }
+        }
+        if acked > 0 {
+            if let Err(e) = self.journal.ack(acked) {
+                log(&self.name, &format!("cannot mark scrobbles as sent: {e}"));
+                self.retry_at = Some(Instant::now() + self.delay);
+                more = false;
+            }
+        }
+        let n = self.journal.len();
+        self.st().pending = n;
+        more
+    }
+
+    /// Runs until the channel closes, then gives queued scrobbles
+    /// `drain` to go out.
+    pub async fn run(mut self, mut rx: mpsc::Receiver<Msg>, drain: Duration) {
+        loop {
+            let can_send = !self.needs_auth()
+                && !self.journal.is_empty()
+                && self.retry_at.is_none_or(|t| t <= Instant::now());
+            if can_send {
+                self.retry_at = None;
+                let more = self.send_batch().await;
+                if more {
+                    // Take messages that arrived meanwhile, then go on.
+                    while let Ok(m) = rx.try_recv() {
+                        self.handle(m).await;
+                    }
+                    continue;
+                }
+            }
+            self.st().retry_in = self
+                .retry_at
+                .map(|t| t.saturating_duration_since(Instant::now()).as_secs_f64());
+            let wait = match self.retry_at {
+                Some(t) if !self.needs_auth() && !self.journal.is_empty() => Some(t),
+                _ => None,
+            };
+            let msg = match wait {
+                Some(t) => tokio::select! {
+                    m = rx.recv() => m,
+                    () = tokio::time::sleep_until(t) => continue,
+                },
+                None => rx.recv().await,
+            };
+            match msg {
+                Some(m) => self.handle(m).await,
+                None => break,
+            }
+        }
+        // Shutting down: one last try within `drain`.
+        let end = Instant::now() + drain;
+        while !self.needs_auth()
+            && !self.journal.is_empty()
+            && self.retry_at.is_none_or(|t| t <= end)
+            && Instant::now() < end
+        {
+            if let Some(t) = self.retry_at {
+                tokio::time::sleep_until(t).await;
+            }
+            self.retry_at = None;
+            if tokio::time::timeout_at(end, self.send_batch())
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    }
+
+    async fn handle(&mut self, m: Msg) {
+        match m {
+            Msg::Scrobble(s) => {
+                if let Err(e) = self.record(&s) {
+                    log(
+                        &self.name,
+                        &format!("cannot write the journal, scrobble LOST: {e}"),
+                    );
+                }
+            }
+            Msg::NowPlaying(s) => {
+                if self.needs_auth() {
+                    return;
+                }
+                if let Some(c) = &self.client {
+                    match c.now_playing(&s).await {
+                        Ok(()) => self.st().now_playing_sent += 1,
+                        Err(e @ SendError::Auth { .. }) => {
+                            log(&self.name, &format!("now playing: {e}"));
+                            self.set_needs_auth(true);
+                        }
+                        Err(e) => log(&self.name, &format!("now playing not sent: {e}")),
+                    }
+                }
+            }
+            Msg::Flush(client) => {
+                if let Some(c) = client {
+                    self.client = Some(c);
+                    self.set_needs_auth(false);
+                }
+                self.retry_at = None;
+                self.delay = self.backoff.first;
+            }
+            Msg::Love(s, love, reply) => {
+                let r = match &self.client {
+                    Some(c) => c.love(&s, love).await,
+                    None => Err(SendError::Auth {
+                        code: 0,
+                        message: "not authorised yet".into(),
+                    }),
+                };
+                let _ = reply.send(r);
+            }
+        }
+    }
+}
