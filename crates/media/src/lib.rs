@@ -59,3 +59,10 @@ pub use beets::{import_beets, BeetsError, BEETS_SOURCE};
 
 // Test files for `spindle bench scan`.
 pub mod bench;
+
+// Keeping the library current while serving, and a demo library for a
+// fresh machine.
+pub mod demo;
+pub mod watch;
+
+pub use watch::{WatchError, WatchOptions, Watcher};
