@@ -5,8 +5,11 @@
 //! [`Clock`]) and [`router`], which merges one router per API:
 //! [`lastfm`] (Last.fm 2.0 at `/2.0/`), [`auth_page`] (the desktop-auth
 //! approval page), [`as12`] (Audioscrobbler 1.2 at `/?hs=true`),
-//! [`listenbrainz`] (ListenBrainz at `/1/…`). Later APIs (Subsonic,
-//! streaming, the web UI) add their own module and merge beside these.
+//! [`listenbrainz`] (ListenBrainz at `/1/…`), [`subsonic`] (the Subsonic
+//! API at `/rest/…`, streaming through [`stream`]) and `/metrics`. The
+//! music side — folders, the [`catalog::Catalog`] of songs, albums and
+//! artists, user stars and playlists — is a [`Music`] passed to
+//! [`router_with`] / [`serve_with`].
 //!
 //! It is *not* the storage: the library (`spindle-store`) and the history
 //! (`spindle-listens`) are synchronous crates called on blocking threads.
@@ -24,32 +27,73 @@
 pub mod accounts;
 pub mod as12;
 pub mod auth_page;
+pub mod catalog;
 pub mod lastfm;
 pub mod lfm_response;
 mod link;
 pub mod listenbrainz;
+pub mod metrics;
+pub mod music;
 pub mod params;
 pub mod scrobble;
 mod state;
+pub mod stream;
+pub mod subsonic;
 pub mod time;
+pub mod userdata;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 pub use accounts::{AccountError, Accounts};
+pub use music::{Music, MusicError};
 pub use state::{AppState, Clock, Config, ManualClock, NowPlaying, SystemClock};
 
-/// Every API, merged.
+/// Every API, merged, with no music folders.
 pub fn router(state: AppState) -> axum::Router {
+    router_with(state, Arc::new(Music::none()))
+}
+
+/// Every API, merged, serving the music of `music`.
+pub fn router_with(state: AppState, music: Arc<Music>) -> axum::Router {
     axum::Router::new()
         .merge(lastfm::router())
         .merge(auth_page::router())
         .merge(as12::router())
         .merge(listenbrainz::router())
+        .merge(subsonic::router())
+        .route("/metrics", axum::routing::get(metrics_page))
         // Bodies are read with their own limit (config.max_body) by the
         // handlers, which answer in their API's error format.
         .layer(axum::extract::DefaultBodyLimit::disable())
+        .layer(axum::Extension(music))
         .with_state(state)
+}
+
+async fn metrics_page(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    axum::Extension(music): axum::Extension<Arc<Music>>,
+) -> axum::response::Response {
+    let m = music.clone();
+    let text = tokio::task::spawn_blocking(move || {
+        let cat = m.catalog(&state.db);
+        let entries = state.db.read().len();
+        m.metrics.render(
+            entries,
+            cat.songs.len(),
+            cat.albums.len(),
+            cat.artists.len(),
+        )
+    })
+    .await
+    .unwrap_or_default();
+    let mut r = axum::response::Response::new(axum::body::Body::from(text));
+    r.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    r
 }
 
 /// Serves until `shutdown` resolves, then finishes the requests in flight.
@@ -58,7 +102,17 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(state.clone());
+    serve_with(listener, state, Arc::new(Music::none()), shutdown).await
+}
+
+/// [`serve`] with music folders: streaming and the Subsonic API.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    music: Arc<Music>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router_with(state.clone(), music);
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),

@@ -1,12 +1,22 @@
-//! `spindle serve`: the HTTP server over the library, the accounts and
-//! the listening history, until SIGINT or SIGTERM.
+//! `spindle serve`: scans the music folders, keeps them current with a
+//! watcher (inotify plus a periodic rescan), and serves the library, the
+//! accounts and the listening history over HTTP until SIGINT or SIGTERM.
+//!
+//! Music folders: every `--music DIR`; without one, the XDG music folder
+//! if it exists, else a demo library generated into the data dir, so a
+//! fresh machine shows something real.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
-use spindle_server::{Accounts, AppState, Config, SystemClock};
+use spindle_media::{ScanOptions, WatchOptions, Watcher};
+use spindle_server::{Accounts, AppState, Config, Music, SystemClock};
+
+/// How often the whole library is rescanned even without events.
+const RESCAN_EVERY: Duration = Duration::from_secs(600);
 
 /// Opens the accounts store of a data dir.
 pub fn open_accounts(data_dir: &Path) -> anyhow::Result<Accounts> {
@@ -40,13 +50,38 @@ pub fn run(
             report.truncated_bytes
         );
     }
-    if !music.is_empty() {
-        eprintln!(
-            "spindle: scanning --music folders from serve is not built yet; run `spindle scan`."
-        );
-    }
+    let roots = music_folders(music, data_dir)?;
+    let db = Arc::new(db);
+    let mut obs = super::scan::Reporter::new(false, true);
+    let scanned = spindle_media::scan(&db, &roots, &ScanOptions::default(), &mut obs)
+        .context("scanning the music folders")?;
+    super::scan::print_summary(&scanned);
+    let music = Arc::new(Music::new(&roots, data_dir).context("setting up the music folders")?);
+    let changed = music.clone();
+    let _watcher = Watcher::start(
+        db.clone(),
+        music.roots().to_vec(),
+        WatchOptions {
+            rescan_every: RESCAN_EVERY,
+            ..WatchOptions::default()
+        },
+        Box::new(move |r| {
+            changed.library_changed();
+            match r {
+                Ok(r) if r.added + r.updated + r.moved + r.removed + r.marked_missing > 0 => {
+                    eprintln!(
+                        "spindle: library updated: {} added, {} updated, {} moved, {} removed, {} marked missing",
+                        r.added, r.updated, r.moved, r.removed, r.marked_missing
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("spindle: rescan failed: {e}"),
+            }
+        }),
+    )
+    .context("watching the music folders")?;
     let state = AppState::new(
-        Arc::new(db),
+        db,
         Arc::new(accounts),
         Arc::new(listens),
         Config::default(),
@@ -61,18 +96,71 @@ pub fn run(
             .await
             .with_context(|| format!("listening on {listen}"))?;
         let addr = listener.local_addr()?;
+        let folders: Vec<String> = music.roots().iter().map(|r| r.display().to_string()).collect();
         println!(
-            "spindle: serving http://{addr}/ (library {} entries, {} listens)",
+            "spindle: serving http://{addr}/ (library {} entries, {} listens; music: {}; Subsonic API at http://{addr}/rest/)",
             state.db.stats().entries,
-            report.listens
+            report.listens,
+            folders.join(", ")
         );
-        spindle_server::serve(listener, state, shutdown_signal())
+        spindle_server::serve_with(listener, state, music, shutdown_signal())
             .await
             .context("serving HTTP")?;
         println!("spindle: stopped");
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The folders to serve: the given ones, else the XDG music folder, else
+/// a generated demo library in the data dir.
+fn music_folders(given: &[PathBuf], data_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    if !given.is_empty() {
+        for d in given {
+            anyhow::ensure!(d.is_dir(), "--music {}: not a folder", d.display());
+        }
+        return Ok(given.to_vec());
+    }
+    if let Some(d) = xdg_music_dir().filter(|d| d.is_dir()) {
+        println!("spindle: no --music given; serving {}", d.display());
+        return Ok(vec![d]);
+    }
+    let demo = data_dir.join("demo-music");
+    spindle_media::demo::generate_demo(&demo)
+        .with_context(|| format!("writing the demo library to {}", demo.display()))?;
+    println!(
+        "spindle: no --music given and no music folder found; serving a demo library in {}",
+        demo.display()
+    );
+    Ok(vec![demo])
+}
+
+/// `$XDG_MUSIC_DIR`, else the `XDG_MUSIC_DIR` line of
+/// `$XDG_CONFIG_HOME/user-dirs.dirs`, else `~/Music`.
+fn xdg_music_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("XDG_MUSIC_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from)?;
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| home.join(".config"), PathBuf::from);
+    if let Ok(text) = std::fs::read_to_string(config.join("user-dirs.dirs")) {
+        for line in text.lines() {
+            if let Some(v) = line.trim().strip_prefix("XDG_MUSIC_DIR=") {
+                let v = v.trim().trim_matches('"');
+                let path = match v.strip_prefix("$HOME") {
+                    Some(rest) => home.join(rest.trim_start_matches('/')),
+                    None => PathBuf::from(v),
+                };
+                // user-dirs maps an unset folder to $HOME itself.
+                if path != home {
+                    return Some(path);
+                }
+            }
+        }
+    }
+    Some(home.join("Music"))
 }
 
 async fn shutdown_signal() {

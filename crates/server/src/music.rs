@@ -1,0 +1,136 @@
+//! The music folders a server serves, the [`Catalog`] of the library over
+//! them (cached until the library changes), and per-user Subsonic data
+//! (stars, playlists).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use spindle_store::Db;
+
+use crate::catalog::{Catalog, Song};
+use crate::state::lock;
+use crate::userdata::{UserData, UserDataError};
+
+/// Why the music side could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MusicError {
+    #[error("music folder {}: {source}", path.display())]
+    Folder {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    UserData(#[from] UserDataError),
+}
+
+/// Music folders, the catalog cache and user data.
+pub struct Music {
+    roots: Vec<PathBuf>,
+    version: AtomicU64,
+    cache: Mutex<Option<(CacheKey, Arc<Catalog>)>>,
+    pub(crate) userdata: UserData,
+    pub(crate) metrics: crate::metrics::Metrics,
+    /// user → (song entry id, since, player name).
+    playing: Mutex<HashMap<String, (u32, i64, String)>>,
+}
+
+/// How long a now-playing report lasts without another.
+const NOW_PLAYING_TTL: i64 = 20 * 60;
+
+type CacheKey = (u64, usize, usize);
+
+impl Music {
+    /// Serves `roots` (each made canonical); user data lives under
+    /// `data_dir/subsonic/`.
+    pub fn new(roots: &[PathBuf], data_dir: &Path) -> Result<Music, MusicError> {
+        let mut canon = Vec::new();
+        for r in roots {
+            let c = std::fs::canonicalize(r).map_err(|source| MusicError::Folder {
+                path: r.clone(),
+                source,
+            })?;
+            canon.push(c);
+        }
+        Ok(Music {
+            roots: canon,
+            version: AtomicU64::new(0),
+            cache: Mutex::new(None),
+            userdata: UserData::open(Some(&data_dir.join("subsonic")))?,
+            metrics: Default::default(),
+            playing: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// No music folders and nothing stored (the scrobble-only server of
+    /// tests and benchmarks).
+    pub fn none() -> Music {
+        Music {
+            roots: Vec::new(),
+            version: AtomicU64::new(0),
+            cache: Mutex::new(None),
+            userdata: UserData::in_memory(),
+            metrics: Default::default(),
+            playing: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The music folders, canonical.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    /// Says the library changed (after a scan), so the next request
+    /// rebuilds the catalog.
+    pub fn library_changed(&self) {
+        self.version.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The catalog of the library as it is now. Builds it when the
+    /// library changed since the last call; call from a blocking thread.
+    pub fn catalog(&self, db: &Db) -> Arc<Catalog> {
+        let lib = db.read();
+        let key = (
+            self.version.load(Ordering::SeqCst),
+            lib.len(),
+            lib.prop_count(),
+        );
+        let mut c = lock(&self.cache);
+        if let Some((k, cat)) = c.as_ref() {
+            if *k == key {
+                return cat.clone();
+            }
+        }
+        let cat = Arc::new(Catalog::build(&lib, &self.roots));
+        *c = Some((key, cat.clone()));
+        cat
+    }
+
+    /// The file of a song, if it is still under a music folder once
+    /// symlinks are resolved; `None` otherwise. The only way from a
+    /// request to a path.
+    pub fn file_of(&self, song: &Song) -> Option<PathBuf> {
+        let real = std::fs::canonicalize(&song.file).ok()?;
+        let root = self.roots.get(song.folder)?;
+        (real.starts_with(root) && real.is_file()).then_some(real)
+    }
+
+    pub(crate) fn set_now_playing(&self, user: &str, song: u32, now: i64, player: &str) {
+        lock(&self.playing).insert(user.to_owned(), (song, now, player.to_owned()));
+    }
+
+    /// Who plays what now: (user, song entry id, since, player).
+    pub(crate) fn now_playing(&self, now: i64) -> Vec<(String, u32, i64, String)> {
+        let mut p = lock(&self.playing);
+        p.retain(|_, (_, since, _)| now - *since < NOW_PLAYING_TTL);
+        let mut v: Vec<_> = p
+            .iter()
+            .map(|(u, (s, t, pl))| (u.clone(), *s, *t, pl.clone()))
+            .collect();
+        v.sort();
+        v
+    }
+}

@@ -1,0 +1,432 @@
+//! Streaming a file over HTTP: `GET`/`HEAD` with `Range` (one range,
+//! suffix and open-ended ranges; 206 and 416), `If-Range`, `ETag`,
+//! `Last-Modified` and the 304s of `If-None-Match` / `If-Modified-Since`.
+//!
+//! The body is read from the file in 64 KiB chunks as the client takes
+//! them (a tokio file under a `ReaderStream`), so a stream costs one buffer,
+//! not the file. Files are sent as they are: there is no transcoding.
+//!
+//! Which file: callers resolve a library entry id to a path under a music
+//! folder ([`crate::music::Music::file_of`]); no request parameter is ever
+//! used as a path.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+
+/// Bytes read from the file per chunk.
+pub const CHUNK: usize = 64 * 1024;
+
+/// What a `Range` header asks of a body of a given length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeReq {
+    /// No range, or one we do not serve (malformed, several ranges, a unit
+    /// other than bytes): send the whole body with 200.
+    Full,
+    /// Bytes `start..=end` (inclusive), with 206.
+    Partial { start: u64, end: u64 },
+    /// A well-formed range entirely past the end: 416.
+    Unsatisfiable,
+}
+
+/// Parses a `Range` header value against a body of `len` bytes (RFC 9110
+/// §14.1.2). Several ranges are treated as unsupported: the whole body is
+/// sent, which the RFC allows and every player copes with.
+pub fn parse_range(value: &str, len: u64) -> RangeReq {
+    let Some(spec) = value.trim().strip_prefix("bytes=") else {
+        return RangeReq::Full;
+    };
+    let spec = spec.trim();
+    if spec.contains(',') {
+        return RangeReq::Full;
+    }
+    let Some((a, b)) = spec.split_once('-') else {
+        return RangeReq::Full;
+    };
+    let (a, b) = (a.trim(), b.trim());
+    let num = |s: &str| -> Option<u64> {
+        if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        s.parse().ok()
+    };
+    if a.is_empty() {
+        // Suffix: the last N bytes.
+        let Some(n) = num(b) else {
+            return RangeReq::Full;
+        };
+        if n == 0 || len == 0 {
+            return RangeReq::Unsatisfiable;
+        }
+        return RangeReq::Partial {
+            start: len.saturating_sub(n),
+            end: len - 1,
+        };
+    }
+    let Some(start) = num(a) else {
+        return RangeReq::Full;
+    };
+    let end = if b.is_empty() {
+        None
+    } else {
+        match num(b) {
+            Some(e) if e >= start => Some(e),
+            _ => return RangeReq::Full,
+        }
+    };
+    if start >= len {
+        return RangeReq::Unsatisfiable;
+    }
+    RangeReq::Partial {
+        start,
+        end: end.map_or(len - 1, |e| e.min(len - 1)),
+    }
+}
+
+/// The validators of a file: a strong ETag from size and mtime, and the
+/// mtime for `Last-Modified`.
+#[derive(Debug, Clone)]
+pub struct Validators {
+    pub etag: String,
+    pub modified: SystemTime,
+}
+
+impl Validators {
+    pub fn of(meta: &std::fs::Metadata) -> Validators {
+        let modified = meta.modified().unwrap_or(UNIX_EPOCH);
+        let nanos = modified
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        Validators {
+            etag: format!("\"{:x}-{:x}\"", meta.len(), nanos),
+            modified,
+        }
+    }
+
+    fn last_modified(&self) -> String {
+        httpdate::fmt_http_date(self.modified)
+    }
+
+    fn modified_secs(&self) -> u64 {
+        self.modified
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    }
+
+    /// `If-None-Match`: any listed tag equal (weak comparison), or `*`.
+    fn none_match(&self, value: &str) -> bool {
+        let mine = self.etag.trim_start_matches("W/");
+        value
+            .split(',')
+            .map(str::trim)
+            .any(|t| t == "*" || t.trim_start_matches("W/") == mine)
+    }
+
+    /// `If-Modified-Since` / `If-Range` dates compare at second precision.
+    fn not_modified_since(&self, value: &str) -> bool {
+        httpdate::parse_http_date(value).is_ok_and(|d| {
+            d.duration_since(UNIX_EPOCH)
+                .is_ok_and(|d| self.modified_secs() <= d.as_secs())
+        })
+    }
+
+    /// `If-Range`: a strong ETag equal to ours, or exactly our date.
+    fn if_range_holds(&self, value: &str) -> bool {
+        let v = value.trim();
+        if v.starts_with('"') {
+            return v == self.etag;
+        }
+        if v.starts_with("W/") {
+            return false;
+        }
+        httpdate::parse_http_date(v).is_ok_and(|d| {
+            d.duration_since(UNIX_EPOCH)
+                .is_ok_and(|d| d.as_secs() == self.modified_secs())
+        })
+    }
+}
+
+/// What was sent, for metrics and logs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sent {
+    pub status: u16,
+    pub bytes: u64,
+}
+
+fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Answers a `GET` (or, with `head`, a `HEAD`) for the file at `path`,
+/// with `content_type`. The caller has checked that the path is one the
+/// client may read.
+pub async fn serve_file(
+    path: &Path,
+    content_type: &str,
+    req: &HeaderMap,
+    head: bool,
+) -> (Response, Sent) {
+    let mut file = match tokio::fs::File::open(path).await {
+        Ok(f) => f,
+        Err(_) => return plain(StatusCode::NOT_FOUND, "the file is gone"),
+    };
+    let meta = match file.metadata().await {
+        Ok(m) if m.is_file() => m,
+        _ => return plain(StatusCode::NOT_FOUND, "not a file"),
+    };
+    let len = meta.len();
+    let v = Validators::of(&meta);
+
+    let mut b = Response::builder()
+        .header(header::ACCEPT_RANGES, "bytes")
+        .header(header::ETAG, &v.etag)
+        .header(header::LAST_MODIFIED, v.last_modified())
+        .header(header::CACHE_CONTROL, "private, max-age=0");
+
+    let not_modified = match header_str(req, header::IF_NONE_MATCH) {
+        Some(inm) => v.none_match(inm),
+        None => header_str(req, header::IF_MODIFIED_SINCE).is_some_and(|d| v.not_modified_since(d)),
+    };
+    if not_modified {
+        let r = b
+            .status(StatusCode::NOT_MODIFIED)
+            .body(Body::empty())
+            .unwrap_or_default();
+        return (
+            r,
+            Sent {
+                status: 304,
+                bytes: 0,
+            },
+        );
+    }
+
+    let mut range = header_str(req, header::RANGE).map_or(RangeReq::Full, |r| parse_range(r, len));
+    if let Some(ir) = header_str(req, header::IF_RANGE) {
+        if !v.if_range_holds(ir) {
+            range = RangeReq::Full;
+        }
+    }
+    let (status, start, count) = match range {
+        RangeReq::Full => (StatusCode::OK, 0, len),
+        RangeReq::Partial { start, end } => {
+            b = b.header(header::CONTENT_RANGE, format!("bytes {start}-{end}/{len}"));
+            (StatusCode::PARTIAL_CONTENT, start, end - start + 1)
+        }
+        RangeReq::Unsatisfiable => {
+            let r = b
+                .status(StatusCode::RANGE_NOT_SATISFIABLE)
+                .header(header::CONTENT_RANGE, format!("bytes */{len}"))
+                .header(header::CONTENT_LENGTH, "0")
+                .body(Body::empty())
+                .unwrap_or_default();
+            return (
+                r,
+                Sent {
+                    status: 416,
+                    bytes: 0,
+                },
+            );
+        }
+    };
+    b = b
+        .status(status)
+        .header(header::CONTENT_TYPE, content_type)
+        .header(header::CONTENT_LENGTH, count);
+    let body = if head || count == 0 {
+        Body::empty()
+    } else {
+        if start > 0 && file.seek(std::io::SeekFrom::Start(start)).await.is_err() {
+            return plain(StatusCode::INTERNAL_SERVER_ERROR, "cannot seek in the file");
+        }
+        let reader = file.take(count);
+        Body::from_stream(tokio_util::io::ReaderStream::with_capacity(reader, CHUNK))
+    };
+    let sent = Sent {
+        status: status.as_u16(),
+        bytes: if head { 0 } else { count },
+    };
+    (b.body(body).unwrap_or_default(), sent)
+}
+
+fn plain(status: StatusCode, msg: &'static str) -> (Response, Sent) {
+    let mut r = Response::new(Body::from(msg));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    (
+        r,
+        Sent {
+            status: status.as_u16(),
+            bytes: 0,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_headers_are_parsed_as_rfc_9110_says() {
+        use RangeReq::*;
+        let p = |start, end| Partial { start, end };
+        let len = 1000;
+        let cases: &[(&str, RangeReq)] = &[
+            ("bytes=0-99", p(0, 99)),
+            ("bytes=100-", p(100, 999)),
+            ("bytes=-100", p(900, 999)),
+            ("bytes=-5000", p(0, 999)),
+            ("bytes=990-5000", p(990, 999)),
+            ("bytes=999-999", p(999, 999)),
+            (" bytes= 5 - 9 ", p(5, 9)),
+            ("bytes=1000-", Unsatisfiable),
+            ("bytes=5000-6000", Unsatisfiable),
+            ("bytes=-0", Unsatisfiable),
+            // Malformed: ignored, the whole body is sent.
+            ("bytes=9-5", Full),
+            ("bytes=abc", Full),
+            ("bytes=-", Full),
+            ("bytes=1-2-3", Full),
+            ("bytes=+1-2", Full),
+            ("bytes=0x10-", Full),
+            ("items=0-5", Full),
+            ("", Full),
+            ("bytes=99999999999999999999999-", Full),
+            // Several or overlapping ranges: unsupported, whole body.
+            ("bytes=0-1,5-6", Full),
+            ("bytes=0-500,100-600", Full),
+        ];
+        for (h, want) in cases {
+            assert_eq!(parse_range(h, len), *want, "Range: {h}");
+        }
+        assert_eq!(parse_range("bytes=0-", 0), Unsatisfiable);
+        assert_eq!(parse_range("bytes=-1", 0), Unsatisfiable);
+    }
+
+    async fn body_of(r: Response) -> Vec<u8> {
+        use http_body_util::BodyExt;
+        r.into_body().collect().await.unwrap().to_bytes().to_vec()
+    }
+
+    #[tokio::test]
+    async fn files_are_served_with_ranges_validators_and_304s() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.bin");
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let get = |h: &[(&'static str, String)]| {
+            let mut m = HeaderMap::new();
+            for (k, v) in h {
+                m.insert(*k, HeaderValue::from_str(v).unwrap());
+            }
+            m
+        };
+        let (r, _) = serve_file(&path, "audio/x", &get(&[]), false).await;
+        assert_eq!(r.status(), 200);
+        let etag = r.headers()[header::ETAG].to_str().unwrap().to_owned();
+        let lm = r.headers()[header::LAST_MODIFIED]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(body_of(r).await, data);
+
+        let (r, s) = serve_file(
+            &path,
+            "audio/x",
+            &get(&[("range", "bytes=70000-70009".into())]),
+            false,
+        )
+        .await;
+        assert_eq!((r.status().as_u16(), s.bytes), (206, 10));
+        assert_eq!(
+            r.headers()[header::CONTENT_RANGE],
+            "bytes 70000-70009/200000"
+        );
+        assert_eq!(body_of(r).await, &data[70000..70010]);
+
+        let (r, _) = serve_file(
+            &path,
+            "audio/x",
+            &get(&[("range", "bytes=-3".into())]),
+            false,
+        )
+        .await;
+        assert_eq!(body_of(r).await, &data[199_997..]);
+
+        let (r, _) = serve_file(
+            &path,
+            "audio/x",
+            &get(&[("range", "bytes=300000-".into())]),
+            false,
+        )
+        .await;
+        assert_eq!(r.status(), 416);
+        assert_eq!(r.headers()[header::CONTENT_RANGE], "bytes */200000");
+
+        let (r, _) = serve_file(
+            &path,
+            "audio/x",
+            &get(&[("if-none-match", etag.clone())]),
+            false,
+        )
+        .await;
+        assert_eq!(r.status(), 304);
+        let (r, _) = serve_file(
+            &path,
+            "audio/x",
+            &get(&[("if-modified-since", lm.clone())]),
+            false,
+        )
+        .await;
+        assert_eq!(r.status(), 304);
+        let (r, _) = serve_file(
+            &path,
+            "audio/x",
+            &get(&[("if-none-match", "\"other\"".into())]),
+            false,
+        )
+        .await;
+        assert_eq!(r.status(), 200);
+
+        // If-Range with our tag keeps the range; a stale one gets it all.
+        let (r, _) = serve_file(
+            &path,
+            "audio/x",
+            &get(&[("range", "bytes=0-0".into()), ("if-range", etag)]),
+            false,
+        )
+        .await;
+        assert_eq!(r.status(), 206);
+        let (r, _) = serve_file(
+            &path,
+            "audio/x",
+            &get(&[
+                ("range", "bytes=0-0".into()),
+                ("if-range", "\"stale\"".into()),
+            ]),
+            false,
+        )
+        .await;
+        assert_eq!(r.status(), 200);
+        let (r, _) = serve_file(
+            &path,
+            "audio/x",
+            &get(&[("range", "bytes=0-0".into()), ("if-range", lm)]),
+            false,
+        )
+        .await;
+        assert_eq!(r.status(), 206);
+
+        // HEAD: the headers of a GET, no body.
+        let (r, _) = serve_file(&path, "audio/x", &get(&[]), true).await;
+        assert_eq!(r.headers()[header::CONTENT_LENGTH], "200000");
+        assert!(body_of(r).await.is_empty());
+    }
+}

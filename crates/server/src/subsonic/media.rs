@@ -1,0 +1,179 @@
+//! The methods that are not XML/JSON answers, or that write the history:
+//! stream, download, getCoverArt, scrobble.
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::Response;
+use spindle_listens::Listen;
+
+use super::{missing, not_found, Ctx, Fail};
+use crate::scrobble;
+use crate::stream::serve_file;
+
+type Answer = Result<Response, Fail>;
+
+/// `stream` and `download`: the file as it is, with ranges. `maxBitRate`
+/// and `format` are accepted and ignored: there is no transcoding.
+pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download: bool) -> Answer {
+    let id = c.req("id")?.to_owned();
+    let music = c.music.clone();
+    let metrics_of = c.music.clone();
+    let (path, ct, name) = tokio::task::spawn_blocking(move || {
+        let cat = c.cat();
+        let s = cat.song(&id).ok_or_else(|| not_found("Song"))?;
+        let path = music.file_of(s).ok_or_else(|| not_found("File"))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok::<_, Fail>((path, s.content_type.clone(), name))
+    })
+    .await
+    .map_err(|_| Fail(0, "lookup failed".into()))??;
+    let (mut resp, sent) = serve_file(&path, &ct, headers, head).await;
+    if sent.status < 300 {
+        metrics_of.metrics.stream(sent.bytes);
+    }
+    if download {
+        let ascii: String = name
+            .chars()
+            .map(|ch| {
+                if ch.is_ascii_graphic() && ch != '"' && ch != '\\' {
+                    ch
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{ascii}\"")) {
+            resp.headers_mut().insert(header::CONTENT_DISPOSITION, v);
+        }
+    }
+    Ok(resp)
+}
+
+const FOLDER_ART: [&str; 6] = [
+    "cover.jpg",
+    "folder.jpg",
+    "front.jpg",
+    "cover.png",
+    "folder.png",
+    "front.png",
+];
+
+/// `getCoverArt`: the front cover embedded in the song (or the album's
+/// first song), else a cover image in its folder. `size` is ignored.
+pub(crate) async fn cover_art(mut c: Ctx) -> Answer {
+    let id = c.req("id")?.to_owned();
+    let music = c.music.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        let cat = c.cat();
+        let song = if let Some(s) = cat.song(&id) {
+            s
+        } else if let Some(a) = cat.album(&id) {
+            &cat.songs[*a.songs.first().ok_or_else(|| not_found("Cover art"))?]
+        } else if let Some(a) = cat.artist(&id) {
+            let al = &cat.albums[*a.albums.first().ok_or_else(|| not_found("Cover art"))?];
+            &cat.songs[*al.songs.first().ok_or_else(|| not_found("Cover art"))?]
+        } else {
+            return Err(not_found("Cover art"));
+        };
+        let path = music.file_of(song).ok_or_else(|| not_found("Cover art"))?;
+        if let Some(art) = embedded(&path) {
+            return Ok(art);
+        }
+        let dir = path.parent().ok_or_else(|| not_found("Cover art"))?;
+        for name in FOLDER_ART {
+            if let Ok(bytes) = std::fs::read(dir.join(name)) {
+                let mime = if name.ends_with(".png") {
+                    "image/png"
+                } else {
+                    "image/jpeg"
+                };
+                return Ok((bytes, mime.to_owned()));
+            }
+        }
+        Err(not_found("Cover art"))
+    })
+    .await
+    .map_err(|_| Fail(0, "lookup failed".into()))??;
+    let (bytes, mime) = found;
+    let mut r = Response::new(Body::from(bytes));
+    if let Ok(v) = HeaderValue::from_str(&mime) {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, max-age=3600"),
+    );
+    Ok(r)
+}
+
+fn embedded(path: &std::path::Path) -> Option<(Vec<u8>, String)> {
+    use lofty::file::TaggedFileExt;
+    use lofty::picture::PictureType;
+    let f = lofty::read_from_path(path).ok()?;
+    let pics: Vec<_> = f.tags().iter().flat_map(|t| t.pictures().iter()).collect();
+    let pic = pics
+        .iter()
+        .find(|p| p.pic_type() == PictureType::CoverFront)
+        .or(pics.first())?;
+    let mime = pic
+        .mime_type()
+        .map_or("image/jpeg".to_owned(), |m| m.as_str().to_owned());
+    Some((pic.data().to_vec(), mime))
+}
+
+/// `scrobble`: `submission=false` is a now-playing report; otherwise each
+/// `id` (with its `time` in ms, default now) becomes a listen in the
+/// history, checked like every API's.
+pub(crate) async fn scrobble(mut c: Ctx) -> Answer {
+    let ids: Vec<String> = c.all("id").into_iter().map(str::to_owned).collect();
+    if ids.is_empty() {
+        return Err(missing("id"));
+    }
+    let times: Vec<Option<i64>> = c
+        .all("time")
+        .into_iter()
+        .map(|t| t.parse::<i64>().ok().map(|ms| ms / 1000))
+        .collect();
+    let submission = c.p.get("submission") != Some("false");
+    let player = c.p.nonempty("c").unwrap_or("subsonic").to_owned();
+    let now = c.now();
+    let user = c.user.clone();
+    let (c, listens) = tokio::task::spawn_blocking(move || {
+        let cat = c.cat();
+        let mut out = Vec::new();
+        for (n, id) in ids.iter().enumerate() {
+            let s = cat.song(id).ok_or_else(|| not_found("Song"))?;
+            let ts = times.get(n).copied().flatten().unwrap_or(now);
+            let mut l = Listen::new(&user, ts, &s.artist, &s.title);
+            l.album = s.album.clone();
+            l.album_artist = s.album_artist.clone();
+            l.duration = s.duration.and_then(|d| u32::try_from(d).ok());
+            l.track_number = s.track.and_then(|t| u32::try_from(t).ok());
+            l.client = player.clone();
+            out.push((s.id, l));
+        }
+        Ok::<_, Fail>((c, out))
+    })
+    .await
+    .map_err(|_| Fail(0, "lookup failed".into()))??;
+    let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
+    if !submission {
+        if let Some((song, l)) = listens.into_iter().last() {
+            c.music.set_now_playing(&c.user, song, now, &l.client);
+            c.state.set_now_playing(l);
+        }
+        return Ok(super::response::ok(None, &fmt));
+    }
+    let ok: Vec<Listen> = listens
+        .into_iter()
+        .map(|(_, l)| l)
+        .filter(|l| scrobble::check(&c.state, l, true).is_ok())
+        .collect();
+    scrobble::store(&c.state, ok)
+        .await
+        .map_err(|e| Fail(0, format!("Could not record the listen: {e}")))?;
+    Ok(super::response::ok(None, &fmt))
+}

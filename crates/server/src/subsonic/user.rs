@@ -1,0 +1,265 @@
+//! A user's own data: stars, playlists, now playing, the user record.
+//! Playlists are private to their owner unless made public; a public
+//! playlist is readable by everyone and changeable by its owner only.
+
+use super::browse::{album_node, artist_node, iso, song_node};
+use super::response::Node;
+use super::{missing, not_found, Ctx, Fail, SyncResult};
+use crate::userdata::Playlist;
+
+fn store_fail(e: impl std::fmt::Display) -> Fail {
+    Fail(0, format!("Could not save: {e}"))
+}
+
+pub(crate) fn star(c: &mut Ctx, on: bool) -> SyncResult {
+    let cat = c.cat();
+    let mut ids = Vec::new();
+    for id in c.all("id") {
+        cat.song(id).ok_or_else(|| not_found("Song"))?;
+        ids.push(id.to_owned());
+    }
+    for id in c.all("albumId") {
+        cat.album(id).ok_or_else(|| not_found("Album"))?;
+        ids.push(id.to_owned());
+    }
+    for id in c.all("artistId") {
+        cat.artist(id).ok_or_else(|| not_found("Artist"))?;
+        ids.push(id.to_owned());
+    }
+    if ids.is_empty() {
+        return Err(missing("id"));
+    }
+    c.music
+        .userdata
+        .star(&c.user, &ids, on, c.now())
+        .map_err(store_fail)?;
+    Ok(None)
+}
+
+pub(crate) fn starred2(c: &mut Ctx) -> SyncResult {
+    let cat = c.cat();
+    let starred = c.music.userdata.starred(&c.user);
+    let (mut artists, mut albums, mut songs) = (Vec::new(), Vec::new(), Vec::new());
+    for id in starred.keys() {
+        if let Some(a) = cat.artist(id) {
+            artists.push(artist_node(&cat, a, &starred));
+        } else if let Some(a) = cat.album(id) {
+            albums.push(album_node(a, &starred));
+        } else if let Some(s) = cat.song(id) {
+            songs.push(song_node(s, &starred));
+        }
+    }
+    Ok(Some(
+        Node::new("starred2")
+            .list("artist", artists)
+            .list("album", albums)
+            .list("song", songs),
+    ))
+}
+
+fn playlist_node(c: &mut Ctx, id: u64, p: &Playlist, entries: bool) -> Node {
+    let cat = c.cat();
+    let songs: Vec<_> = p
+        .songs
+        .iter()
+        .filter_map(|s| cat.song_by_entry(*s))
+        .collect();
+    let n = Node::new("playlist")
+        .s("id", id.to_string())
+        .s("name", p.name.clone())
+        .s("comment", p.comment.clone())
+        .s("owner", p.owner.clone())
+        .b("public", p.public)
+        .i("songCount", songs.len() as i64)
+        .i(
+            "duration",
+            songs.iter().map(|s| s.duration.unwrap_or(0)).sum(),
+        )
+        .s("created", iso(p.created))
+        .s("changed", iso(p.changed));
+    let n = match songs.first() {
+        Some(s) => n.s("coverArt", s.album_id.clone()),
+        None => n,
+    };
+    if !entries {
+        return n;
+    }
+    let starred = c.music.userdata.starred(&c.user);
+    n.list(
+        "entry",
+        songs.iter().map(|s| song_node(s, &starred)).collect(),
+    )
+}
+
+pub(crate) fn playlists(c: &mut Ctx) -> SyncResult {
+    if let Some(other) = c.p.nonempty("username") {
+        if other != c.user {
+            return Err(Fail(50, "Only your own playlists can be listed".into()));
+        }
+    }
+    let list = c.music.userdata.playlists(&c.user);
+    let nodes = list
+        .iter()
+        .map(|(id, p)| playlist_node(c, *id, p, false))
+        .collect();
+    Ok(Some(Node::new("playlists").list("playlist", nodes)))
+}
+
+fn playlist_id(c: &Ctx, name: &str) -> Result<u64, Fail> {
+    let v = c.req(name)?;
+    v.parse().map_err(|_| not_found("Playlist"))
+}
+
+/// A playlist the user may read.
+fn readable(c: &Ctx, id: u64) -> Result<Playlist, Fail> {
+    let p = c
+        .music
+        .userdata
+        .playlist(id)
+        .ok_or_else(|| not_found("Playlist"))?;
+    if p.owner != c.user && !p.public {
+        return Err(Fail(50, "This playlist belongs to another user".into()));
+    }
+    Ok(p)
+}
+
+/// A playlist the user may change.
+fn owned(c: &Ctx, id: u64) -> Result<Playlist, Fail> {
+    let p = readable(c, id)?;
+    if p.owner != c.user {
+        return Err(Fail(50, "This playlist belongs to another user".into()));
+    }
+    Ok(p)
+}
+
+pub(crate) fn playlist(c: &mut Ctx) -> SyncResult {
+    let id = playlist_id(c, "id")?;
+    let p = readable(c, id)?;
+    Ok(Some(playlist_node(c, id, &p, true)))
+}
+
+fn song_ids(c: &mut Ctx, name: &str) -> Result<Vec<u32>, Fail> {
+    let cat = c.cat();
+    c.all(name)
+        .into_iter()
+        .map(|s| cat.song(s).map(|s| s.id).ok_or_else(|| not_found("Song")))
+        .collect()
+}
+
+pub(crate) fn create_playlist(c: &mut Ctx) -> SyncResult {
+    let songs = song_ids(c, "songId")?;
+    let now = c.now();
+    let id = if c.p.nonempty("playlistId").is_some() {
+        // Subsonic's createPlaylist with playlistId replaces the songs.
+        let id = playlist_id(c, "playlistId")?;
+        let mut p = owned(c, id)?;
+        p.songs = songs;
+        p.changed = now;
+        if let Some(name) = c.p.nonempty("name") {
+            p.name = name.to_owned();
+        }
+        c.music.userdata.put_playlist(id, p).map_err(store_fail)?;
+        id
+    } else {
+        let name = c.req("name")?.to_owned();
+        let p = Playlist {
+            owner: c.user.clone(),
+            name,
+            comment: String::new(),
+            public: false,
+            songs,
+            created: now,
+            changed: now,
+        };
+        c.music.userdata.create_playlist(p).map_err(store_fail)?
+    };
+    let p = readable(c, id)?;
+    Ok(Some(playlist_node(c, id, &p, true)))
+}
+
+pub(crate) fn update_playlist(c: &mut Ctx) -> SyncResult {
+    let id = playlist_id(c, "playlistId")?;
+    let mut p = owned(c, id)?;
+    if let Some(n) = c.p.nonempty("name") {
+        p.name = n.to_owned();
+    }
+    if let Some(n) = c.p.get("comment") {
+        p.comment = n.to_owned();
+    }
+    if let Some(n) = c.p.nonempty("public") {
+        p.public = n == "true";
+    }
+    let mut remove: Vec<usize> = Vec::new();
+    for i in c.all("songIndexToRemove") {
+        let i: usize = i
+            .parse()
+            .map_err(|_| Fail(0, format!("songIndexToRemove is not an index: {i:?}")))?;
+        remove.push(i);
+    }
+    remove.sort_unstable();
+    remove.dedup();
+    for i in remove.into_iter().rev() {
+        if i < p.songs.len() {
+            p.songs.remove(i);
+        }
+    }
+    p.songs.extend(song_ids(c, "songIdToAdd")?);
+    p.changed = c.now();
+    c.music.userdata.put_playlist(id, p).map_err(store_fail)?;
+    Ok(None)
+}
+
+pub(crate) fn delete_playlist(c: &mut Ctx) -> SyncResult {
+    let id = playlist_id(c, "id")?;
+    owned(c, id)?;
+    c.music.userdata.delete_playlist(id).map_err(store_fail)?;
+    Ok(None)
+}
+
+pub(crate) fn now_playing(c: &mut Ctx) -> SyncResult {
+    let cat = c.cat();
+    let now = c.now();
+    let starred = c.music.userdata.starred(&c.user);
+    let list = c.music.now_playing(now);
+    let entries = list
+        .into_iter()
+        .filter_map(|(user, song, since, player)| {
+            let s = cat.song_by_entry(song)?;
+            Some(
+                song_node(s, &starred)
+                    .s("username", user)
+                    .i("minutesAgo", (now - since).max(0) / 60)
+                    .i("playerId", 0)
+                    .s("playerName", player),
+            )
+        })
+        .collect();
+    Ok(Some(Node::new("nowPlaying").list("entry", entries)))
+}
+
+pub(crate) fn get_user(c: &mut Ctx) -> SyncResult {
+    let name = c.req("username")?.to_owned();
+    if name != c.user {
+        return Err(Fail(50, "Only your own user record can be read".into()));
+    }
+    let folders = (1..=c.music.roots().len() as i64).collect();
+    Ok(Some(
+        Node::new("user")
+            .s("username", name)
+            .s("email", "")
+            .b("scrobblingEnabled", true)
+            .b("adminRole", false)
+            .b("settingsRole", false)
+            .b("downloadRole", true)
+            .b("uploadRole", false)
+            .b("playlistRole", true)
+            .b("coverArtRole", true)
+            .b("commentRole", false)
+            .b("podcastRole", false)
+            .b("streamRole", true)
+            .b("jukeboxRole", false)
+            .b("shareRole", false)
+            .b("videoConversionRole", false)
+            .ints("folder", folders),
+    ))
+}
