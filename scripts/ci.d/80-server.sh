@@ -1,0 +1,20 @@
+# Server: streaming and the Subsonic/OpenSubsonic API against a real client
+# library (py-opensonic from PyPI) and a fresh `spindle serve --music DIR`
+# on a free loopback port, over FLAC files made with sox and tagged with
+# mutagen: browsing, search3, byte-exact streaming and ranges, cover art,
+# scrobble, stars, playlists, the folder watcher, refusals and path
+# traversal in every id parameter.
+apt_install sox python3-venv
+[[ -x "$ROOT/.venv/bin/pip" ]] || python3 -m venv "$ROOT/.venv"
+missing=()
+for pkg in py-opensonic mutagen pytest; do
+    "$ROOT/.venv/bin/pip" show -q "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+    echo "== installing into .venv: ${missing[*]}"
+    "$ROOT/.venv/bin/pip" install -q "${missing[@]}"
+fi
+cargo build --release --locked -p spindle
+cargo test --locked -p spindle-server -p spindle-media --lib -- stream subsonic userdata watch demo
+SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
+    "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/interop/test_subsonic.py"
