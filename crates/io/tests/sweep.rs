@@ -130,3 +130,25 @@ fn an_unwritable_directory_is_an_error_that_suggests_what_to_do() {
     let err = bench::run(&tiny(Target::TempFileIn(path)), &mut |_| {}).unwrap_err();
     assert!(err.to_string().contains("--device-readonly"), "{err}");
 }
+
+#[test]
+fn with_sqpoll_auto_and_no_spare_core_the_report_says_sqpoll_did_not_poll() {
+    // A thread allowed one CPU has no core to spare, whatever the machine has.
+    std::thread::spawn(|| {
+        let cpus = spindle_io::allowed_cpus().unwrap();
+        spindle_io::pin_current_thread(&cpus[..1]).unwrap();
+        let dir = common::TempDir::new("sqpoll-auto");
+        let mut cfg = tiny(Target::TempFileIn(dir.0.clone()));
+        cfg.engines = vec![EngineKind::Uring, EngineKind::UringSqpoll];
+        cfg.rws = vec![Rw::RandRead];
+        cfg.rounds = 1;
+        cfg.sqpoll_policy = spindle_io::SqpollPolicy::IfSpareCore;
+        let report = bench::run(&cfg, &mut |_| {}).unwrap();
+        assert_eq!(report.sqpoll_polled, Some(false));
+        let advice = bench::report::advice(&report);
+        assert!(advice.contains("uring-sqpoll had no poller"), "{advice}");
+        assert!(advice.contains("no spare core (1 CPUs)"), "{advice}");
+    })
+    .join()
+    .unwrap();
+}

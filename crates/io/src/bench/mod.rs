@@ -281,6 +281,9 @@ pub struct BenchReport {
     pub skipped: Vec<String>,
     /// Where SQPOLL points ran their kernel thread and application.
     pub sqpoll_placement: Option<SqpollPlacement>,
+    /// Whether `uring-sqpoll` points had a polling kernel thread (`None`:
+    /// no such points).
+    pub sqpoll_polled: Option<bool>,
     /// How the run went about things (e.g. whether SQPOLL really polled).
     pub notes: Vec<String>,
     /// Share of the run during which some task of the machine waited for a
@@ -337,6 +340,7 @@ pub fn run(
         }
     }
     let mut notes = Vec::new();
+    let mut sqpoll_polled = None;
     if cfg.engines.contains(&EngineKind::UringSqpoll) {
         let cpus = crate::sys::allowed_cpus().map_or(0, |c| c.len());
         let polls =
@@ -351,6 +355,7 @@ pub fn run(
         };
         progress(Progress::Note(note.clone()));
         notes.push(note);
+        sqpoll_polled = Some(polls);
     }
     let placement = sqpoll_placement(cfg);
     if let Some(p) = &placement {
@@ -474,6 +479,7 @@ pub fn run(
         device,
         skipped,
         sqpoll_placement: placement,
+        sqpoll_polled,
         notes,
         points,
     };

@@ -276,7 +276,9 @@ pub fn advice(r: &BenchReport) -> String {
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .unwrap_or((0, 0.0));
         let mean = ratios.iter().map(|x| x.1).sum::<f64>() / ratios.len() as f64;
-        let verdict = if mean >= 1.05 {
+        let verdict = if r.sqpoll_polled == Some(false) {
+            "uring-sqpoll had no poller (no spare core), so this compares plain io_uring with itself"
+        } else if mean >= 1.05 {
             "SQPOLL paid off"
         } else if mean >= 0.95 {
             "SQPOLL neither paid off nor hurt"
