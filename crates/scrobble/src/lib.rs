@@ -34,9 +34,11 @@
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod daemon;
 pub mod journal;
 pub mod lastfm;
 pub mod listenbrainz;
+pub mod mpris;
 pub mod players;
 pub mod sender;
 pub mod session;

@@ -32,6 +32,8 @@ pub const BATCH: usize = 50;
 pub enum Msg {
     NowPlaying(Scrobble),
     Scrobble(Scrobble),
+    /// Something was appended to the shared journal: send it.
+    Wake,
     /// Retry now; with a client, use it from now on (new credentials).
     Flush(Option<Client>),
     Love(Scrobble, bool, oneshot::Sender<Result<(), SendError>>),
@@ -79,7 +81,7 @@ pub struct ServiceQueue {
     pub name: String,
     /// `None` until the service has credentials.
     pub client: Option<Client>,
-    pub journal: Journal,
+    pub journal: Arc<Mutex<Journal>>,
     pub backoff: Backoff,
     pub state: Arc<Mutex<ServiceState>>,
     /// Called with `true`/`false` when the service starts/stops needing auth.
@@ -107,7 +109,7 @@ impl ServiceQueue {
         ServiceQueue {
             name: name.to_owned(),
             client,
-            journal,
+            journal: Arc::new(Mutex::new(journal)),
             backoff,
             state: Arc::new(Mutex::new(state)),
             on_auth_change,
@@ -119,6 +121,16 @@ impl ServiceQueue {
 
     fn st(&self) -> std::sync::MutexGuard<'_, ServiceState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn j(&self) -> std::sync::MutexGuard<'_, Journal> {
+        self.journal.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends to the journal from another task (synced before this
+    /// returns); follow with [`Msg::Wake`].
+    pub fn append_shared(journal: &Mutex<Journal>, s: &Scrobble) -> Result<(), JournalError> {
+        journal.lock().unwrap_or_else(|e| e.into_inner()).append(s)
     }
 
     fn needs_auth(&self) -> bool {
@@ -138,8 +150,11 @@ impl ServiceQueue {
     }
 
     fn record(&mut self, s: &Scrobble) -> Result<(), JournalError> {
-        self.journal.append(s)?;
-        let n = self.journal.len();
+        let n = {
+            let mut j = self.j();
+            j.append(s)?;
+            j.len()
+        };
         self.st().pending = n;
         Ok(())
     }
@@ -150,7 +165,7 @@ impl ServiceQueue {
             self.set_needs_auth(true);
             return false;
         };
-        let batch = self.journal.batch(self.batch);
+        let batch = self.j().batch(self.batch);
         if batch.is_empty() {
             return false;
         }
@@ -194,7 +209,7 @@ impl ServiceQueue {
             Err(e @ SendError::Auth { .. }) => {
                 log(
                     &self.name,
-                    &format!("{e}; keeping {} scrobbles queued", self.journal.len()),
+                    &format!("{e}; keeping {} scrobbles queued", self.j().len()),
                 );
                 self.st().last_error = Some(e.to_string());
                 self.set_needs_auth(true);
@@ -219,13 +234,14 @@ impl ServiceQueue {
             }
         }
         if acked > 0 {
-            if let Err(e) = self.journal.ack(acked) {
+            let r = self.j().ack(acked);
+            if let Err(e) = r {
                 log(&self.name, &format!("cannot mark scrobbles as sent: {e}"));
                 self.retry_at = Some(Instant::now() + self.delay);
                 more = false;
             }
         }
-        let n = self.journal.len();
+        let n = self.j().len();
         self.st().pending = n;
         more
     }
@@ -235,7 +251,7 @@ impl ServiceQueue {
     pub async fn run(mut self, mut rx: mpsc::Receiver<Msg>, drain: Duration) {
         loop {
             let can_send = !self.needs_auth()
-                && !self.journal.is_empty()
+                && !self.j().is_empty()
                 && self.retry_at.is_none_or(|t| t <= Instant::now());
             if can_send {
                 self.retry_at = None;
@@ -252,7 +268,7 @@ impl ServiceQueue {
                 .retry_at
                 .map(|t| t.saturating_duration_since(Instant::now()).as_secs_f64());
             let wait = match self.retry_at {
-                Some(t) if !self.needs_auth() && !self.journal.is_empty() => Some(t),
+                Some(t) if !self.needs_auth() && !self.j().is_empty() => Some(t),
                 _ => None,
             };
             let msg = match wait {
@@ -270,7 +286,7 @@ impl ServiceQueue {
         // Shutting down: one last try within `drain`.
         let end = Instant::now() + drain;
         while !self.needs_auth()
-            && !self.journal.is_empty()
+            && !self.j().is_empty()
             && self.retry_at.is_none_or(|t| t <= end)
             && Instant::now() < end
         {
@@ -296,6 +312,10 @@ impl ServiceQueue {
                         &format!("cannot write the journal, scrobble LOST: {e}"),
                     );
                 }
+            }
+            Msg::Wake => {
+                let n = self.j().len();
+                self.st().pending = n;
             }
             Msg::NowPlaying(s) => {
                 if self.needs_auth() {

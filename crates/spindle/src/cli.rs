@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 use crate::cmd::listens::ListensCommand;
 use crate::cmd::scan::ScanArgs;
+use crate::cmd::scrobble::ScrobbleCommand;
 use crate::cmd::user::{ApikeyCommand, UserCommand};
 use crate::cmd::{bench::BenchCommand, db::DbCommand, iobench::IobenchArgs, query::QueryArgs};
 
@@ -54,4 +55,17 @@ pub enum Command {
     /// The listening history: import a Last.fm or ListenBrainz export.
     #[command(subcommand)]
     Listens(ListensCommand),
+    /// The scrobbler: every MPRIS2 player to Last.fm, ListenBrainz and Spindle servers.
+    Scrobble {
+        /// The configuration file (default: $XDG_CONFIG_HOME/spindle/scrobble.toml).
+        #[arg(
+            long,
+            global = true,
+            value_name = "FILE",
+            env = "SPINDLE_SCROBBLE_CONFIG"
+        )]
+        config: Option<PathBuf>,
+        #[command(subcommand)]
+        command: ScrobbleCommand,
+    },
 }

@@ -9,6 +9,7 @@ pub mod iobench;
 pub mod listens;
 pub mod query;
 pub mod scan;
+pub mod scrobble;
 pub mod serve;
 pub mod user;
 
@@ -60,5 +61,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::User(cmd) => user::run_user(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
         Command::Apikey(cmd) => user::run_apikey(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
         Command::Listens(cmd) => listens::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
+        Command::Scrobble { config, command } => {
+            scrobble::run(command, config.as_ref()).map(|()| ExitCode::SUCCESS)
+        }
     }
 }
