@@ -41,6 +41,7 @@ pub mod stream;
 pub mod subsonic;
 pub mod time;
 pub mod userdata;
+pub mod web;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -63,10 +64,12 @@ pub fn router_with(state: AppState, music: Arc<Music>) -> axum::Router {
         .merge(as12::router())
         .merge(listenbrainz::router())
         .merge(subsonic::router())
+        .merge(web::router())
         .route("/metrics", axum::routing::get(metrics_page))
         // Bodies are read with their own limit (config.max_body) by the
         // handlers, which answer in their API's error format.
         .layer(axum::extract::DefaultBodyLimit::disable())
+        .layer(axum::middleware::from_fn(web::index_or_next))
         .layer(axum::Extension(music))
         .with_state(state)
 }

@@ -34,6 +34,7 @@ pub struct Music {
     cache: Mutex<Option<(CacheKey, Arc<Catalog>)>>,
     pub(crate) userdata: UserData,
     pub(crate) metrics: crate::metrics::Metrics,
+    pub(crate) sessions: crate::web::Sessions,
     /// user → (song entry id, since, player name).
     playing: Mutex<HashMap<String, (u32, i64, String)>>,
 }
@@ -61,6 +62,7 @@ impl Music {
             cache: Mutex::new(None),
             userdata: UserData::open(Some(&data_dir.join("subsonic")))?,
             metrics: Default::default(),
+            sessions: Default::default(),
             playing: Mutex::new(HashMap::new()),
         })
     }
@@ -74,6 +76,7 @@ impl Music {
             cache: Mutex::new(None),
             userdata: UserData::in_memory(),
             metrics: Default::default(),
+            sessions: Default::default(),
             playing: Mutex::new(HashMap::new()),
         }
     }
