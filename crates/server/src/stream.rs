@@ -310,6 +310,29 @@ mod tests {
         assert_eq!(parse_range("bytes=-1", 0), Unsatisfiable);
     }
 
+    #[test]
+    fn random_range_headers_never_panic_and_stay_in_bounds() {
+        use rand::{Rng, SeedableRng};
+        let seed: u64 = rand::random();
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        let alphabet = b"bytes=-0123456789, x";
+        for _ in 0..20_000 {
+            let n = rng.gen_range(0..16);
+            let h: String = (0..n)
+                .map(|_| alphabet[rng.gen_range(0..alphabet.len())] as char)
+                .collect();
+            let h = if rng.gen_bool(0.7) {
+                format!("bytes={h}")
+            } else {
+                h
+            };
+            let len = rng.gen_range(0..2000u64);
+            if let RangeReq::Partial { start, end } = parse_range(&h, len) {
+                assert!(start <= end && end < len, "seed {seed}: {h:?} len {len}");
+            }
+        }
+    }
+
     async fn body_of(r: Response) -> Vec<u8> {
         use http_body_util::BodyExt;
         r.into_body().collect().await.unwrap().to_bytes().to_vec()

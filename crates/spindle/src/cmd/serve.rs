@@ -55,7 +55,18 @@ pub fn run(
     let mut obs = super::scan::Reporter::new(false, true);
     let scanned = spindle_media::scan(&db, &roots, &ScanOptions::default(), &mut obs)
         .context("scanning the music folders")?;
-    super::scan::print_summary(&scanned);
+    // stdout's first line is the URL (scripts and tests read it); the
+    // rest goes to stderr.
+    eprintln!(
+        "spindle: scanned {} files in {:.2}s: {} added, {} updated, {} unchanged, {} removed, {} unreadable",
+        scanned.files,
+        scanned.elapsed.as_secs_f64(),
+        scanned.added,
+        scanned.updated,
+        scanned.unchanged,
+        scanned.removed,
+        scanned.failed.len()
+    );
     let music = Arc::new(Music::new(&roots, data_dir).context("setting up the music folders")?);
     let changed = music.clone();
     let _watcher = Watcher::start(
@@ -122,13 +133,13 @@ fn music_folders(given: &[PathBuf], data_dir: &Path) -> anyhow::Result<Vec<PathB
         return Ok(given.to_vec());
     }
     if let Some(d) = xdg_music_dir().filter(|d| d.is_dir()) {
-        println!("spindle: no --music given; serving {}", d.display());
+        eprintln!("spindle: no --music given; serving {}", d.display());
         return Ok(vec![d]);
     }
     let demo = data_dir.join("demo-music");
     spindle_media::demo::generate_demo(&demo)
         .with_context(|| format!("writing the demo library to {}", demo.display()))?;
-    println!(
+    eprintln!(
         "spindle: no --music given and no music folder found; serving a demo library in {}",
         demo.display()
     );
