@@ -3,8 +3,10 @@
 # on a free loopback port, over FLAC files made with sox and tagged with
 # mutagen: browsing, search3, byte-exact streaming and ranges, cover art,
 # scrobble, stars, playlists, the folder watcher, refusals and path
-# traversal in every id parameter.
-apt_install sox python3-venv
+# traversal in every id parameter. Then headless Chromium (Debian's, driven
+# over the DevTools protocol) through the web UI: log in, search, open an
+# album, play, and check the <audio> time advances.
+apt_install sox chromium python3-venv
 [[ -x "$ROOT/.venv/bin/pip" ]] || python3 -m venv "$ROOT/.venv"
 missing=()
 for pkg in py-opensonic mutagen pytest; do
@@ -17,4 +19,5 @@ fi
 cargo build --release --locked -p spindle
 cargo test --locked -p spindle-server -p spindle-media --lib -- stream subsonic userdata watch demo
 SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
-    "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/interop/test_subsonic.py"
+    "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/interop/test_subsonic.py" \
+    "$ROOT/tests/interop/test_web_ui.py"
