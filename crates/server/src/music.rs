@@ -31,7 +31,7 @@ pub enum MusicError {
 pub struct Music {
     roots: Vec<PathBuf>,
     version: AtomicU64,
-    cache: Mutex<Option<(CacheKey, Arc<Catalog>)>>,
+    cache: Mutex<Option<(CacheKey, std::time::Instant, Arc<Catalog>)>>,
     pub(crate) userdata: UserData,
     pub(crate) metrics: crate::metrics::Metrics,
     pub(crate) sessions: crate::web::Sessions,
@@ -43,6 +43,10 @@ pub struct Music {
 const NOW_PLAYING_TTL: i64 = 20 * 60;
 
 type CacheKey = (u64, usize, usize);
+
+/// The catalog is rebuilt at least this often, so play counts the linker
+/// writes after scrobbles show up in "frequent" and "recent" lists.
+const CATALOG_TTL: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Music {
     /// Serves `roots` (each made canonical); user data lives under
@@ -102,13 +106,13 @@ impl Music {
             lib.prop_count(),
         );
         let mut c = lock(&self.cache);
-        if let Some((k, cat)) = c.as_ref() {
-            if *k == key {
+        if let Some((k, built, cat)) = c.as_ref() {
+            if *k == key && built.elapsed() < CATALOG_TTL {
                 return cat.clone();
             }
         }
         let cat = Arc::new(Catalog::build(&lib, &self.roots));
-        *c = Some((key, cat.clone()));
+        *c = Some((key, std::time::Instant::now(), cat.clone()));
         cat
     }
 
