@@ -319,3 +319,33 @@ def test_every_method_refuses_without_credentials(srv):
         assert b'"code":40' in body, (method, body)
     st, _, body = raw(srv, "getUser", f="json", u="bob", p=PASSWORD, username="ann")
     assert b'"code":50' in body
+
+
+def test_a_huge_query_string_and_stalled_clients_do_not_stop_the_server(srv):
+    import socket
+    import urllib.error
+    try:
+        raw(srv, "search3", u="ann", p=PASSWORD, query="a" * (1 << 20))
+        status = 200
+    except urllib.error.HTTPError as e:
+        status = e.code
+    assert status in (400, 414, 431)
+    # Clients that send half a request, or ask for a stream and never read.
+    r = run(with_conn(srv, lambda c: c.search3("Murder Song")))
+    stalled = []
+    for n in range(20):
+        s = socket.create_connection((srv.host, srv.port), timeout=5)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        if n % 2:
+            s.sendall(b"GET /rest/ping?u=ann HTTP/1.1\r\nHost: x\r\n")
+        else:
+            q = urllib.parse.urlencode({"u": "ann", "p": PASSWORD, "id": r.song[0].id})
+            s.sendall(f"GET /rest/stream?{q} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        stalled.append(s)
+    try:
+        assert run(with_conn(srv, lambda c: c.ping()))
+        st, _, body = raw(srv, "getArtists", u="ann", p=PASSWORD, f="json")
+        assert b'"status":"ok"' in body
+    finally:
+        for s in stalled:
+            s.close()
