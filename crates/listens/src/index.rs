@@ -2,12 +2,60 @@
 //! counters (overall totals plus per-day buckets), loved tracks, dedupe.
 //! Rebuilt from the log on open.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::model::Listen;
+use crate::batch::Norms;
+use crate::model::{Listen, ListenRef};
 use crate::normalise::normalise;
 
 pub(crate) const DAY: i64 = 86_400;
+
+/// A multiply-rotate hasher (FxHash's) for keys that are our own ids:
+/// interned string numbers, days, dedupe hashes. They are not chosen by
+/// clients, so the DoS resistance of SipHash buys nothing here, and the
+/// counters are updated several times per listen.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl IdHasher {
+    #[inline]
+    fn add(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    fn write_i64(&mut self, n: i64) {
+        self.add(n as u64);
+    }
+    fn write_u128(&mut self, n: u128) {
+        self.add(n as u64 ^ (n >> 64) as u64);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        // hashbrown takes its 7 tag bits from the top: rotate the
+        // well-mixed high bits down too.
+        self.0.rotate_left(26)
+    }
+}
+
+pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// Interned strings: ids are indexes into `strs`.
 #[derive(Default)]
@@ -24,6 +72,20 @@ impl Interner {
         let i = self.strs.len() as u32;
         self.strs.push(s.into());
         self.ids.insert(s.into(), i);
+        i
+    }
+    /// [`Interner::id`] through a one-entry memo: the same field of
+    /// consecutive listens (user, client, an empty album artist or mbid)
+    /// is most often the same string, and comparing it with the last one
+    /// costs less than a probe of the table.
+    pub(crate) fn id_memo(&mut self, s: &str, memo: &mut Option<u32>) -> u32 {
+        if let Some(i) = *memo {
+            if self.str(i) == s {
+                return i;
+            }
+        }
+        let i = self.id(s);
+        *memo = Some(i);
         i
     }
     pub(crate) fn get(&self, s: &str) -> Option<u32> {
@@ -56,9 +118,9 @@ type PairK = (u32, u32);
 #[derive(Default)]
 struct Counts {
     listens: u32,
-    artists: HashMap<ArtistK, u32>,
-    albums: HashMap<PairK, u32>,
-    tracks: HashMap<PairK, u32>,
+    artists: IdMap<ArtistK, u32>,
+    albums: IdMap<PairK, u32>,
+    tracks: IdMap<PairK, u32>,
 }
 
 impl Counts {
@@ -78,19 +140,17 @@ struct UserIdx {
     total: Counts,
     days: BTreeMap<i64, Counts>,
     /// (normalised artist, normalised title) → (when, artist, title) as given.
-    loved: HashMap<PairK, (i64, u32, u32)>,
+    loved: IdMap<PairK, (i64, u32, u32)>,
 }
-
-/// The dedupe key: user, timestamp, normalised artist and title.
-pub(crate) type DedupeKey = (u32, i64, u32, u32);
 
 #[derive(Default)]
 pub(crate) struct Index {
     pub(crate) strs: Interner,
     recs: Vec<Rec>,
-    users: HashMap<u32, UserIdx>,
-    display: HashMap<u32, u32>,
-    pub(crate) seen: HashSet<DedupeKey>,
+    users: IdMap<u32, UserIdx>,
+    display: IdMap<u32, u32>,
+    /// The ids of the last listen's raw strings, for [`Interner::id_memo`].
+    memo: [Option<u32>; 7],
 }
 
 /// Which chart.
@@ -161,53 +221,70 @@ pub struct UserSummary {
 }
 
 impl Index {
-    pub(crate) fn norm_id(&mut self, s: &str) -> u32 {
-        let n = normalise(s);
-        let id = self.strs.id(&n);
-        if !self.display.contains_key(&id) {
-            let d = self.strs.id(s.trim());
-            self.display.insert(id, d);
+    /// The id of a normalised name `norm`, remembering `raw` (trimmed)
+    /// as its display spelling if it is the first seen.
+    fn norm_id(&mut self, norm: &str, raw: &str) -> u32 {
+        self.norm_display(norm, raw).0
+    }
+
+    /// The ids of a normalised name and of its display spelling.
+    fn norm_display(&mut self, norm: &str, raw: &str) -> (u32, u32) {
+        let id = self.strs.id(norm);
+        if let Some(&d) = self.display.get(&id) {
+            return (id, d);
         }
-        id
+        let d = self.strs.id(raw.trim());
+        self.display.insert(id, d);
+        (id, d)
     }
 
-    pub(crate) fn dedupe_key(&mut self, l: &Listen) -> DedupeKey {
-        let u = self.strs.id(&l.user);
-        (
-            u,
-            l.timestamp,
-            self.norm_id(&l.artist),
-            self.norm_id(&l.title),
-        )
+    /// The id of a raw name whose display spelling has id `display`:
+    /// usually the same string, found without a probe of the table.
+    fn raw_id(&mut self, raw: &str, display: u32, memo: usize) -> u32 {
+        if self.strs.str(display) == raw {
+            return display;
+        }
+        self.strs.id_memo(raw, &mut self.memo[memo])
     }
 
-    pub(crate) fn add(&mut self, l: &Listen) {
-        let user = self.strs.id(&l.user);
-        let a = self.norm_id(&l.artist);
-        let t = self.norm_id(&l.title);
-        let album = (!l.album.trim().is_empty()).then(|| {
-            let al = if l.album_artist.trim().is_empty() {
+    /// Adds a listen that is on disk and not a duplicate; `n` holds its
+    /// names normalised.
+    pub(crate) fn add(&mut self, l: &ListenRef<'_>, n: &Norms<'_>) {
+        let user = self.strs.id_memo(l.user, &mut self.memo[0]);
+        let (a, a_shown) = self.norm_display(n.artist, l.artist);
+        let (t, t_shown) = self.norm_display(n.title, l.title);
+        let mut album_shown = None;
+        let album = (!n.album.is_empty()).then(|| {
+            let al = if n.album_artist.is_empty() {
                 a
             } else {
-                self.norm_id(&l.album_artist)
+                self.norm_id(n.album_artist, l.album_artist)
             };
-            (al, self.norm_id(&l.album))
+            let (id, shown) = self.norm_display(n.album, l.album);
+            album_shown = Some(shown);
+            (al, id)
         });
+        let artist = self.raw_id(l.artist, a_shown, 1);
+        let title = self.raw_id(l.title, t_shown, 2);
+        let album_raw = match album_shown {
+            Some(shown) => self.raw_id(l.album, shown, 3),
+            None => self.strs.id_memo(l.album, &mut self.memo[3]),
+        };
+        let [.., m_album_artist, m_mbid, m_client] = &mut self.memo;
         let rec = Rec {
             ts: l.timestamp,
             user,
-            artist: self.strs.id(&l.artist),
-            title: self.strs.id(&l.title),
-            album: self.strs.id(&l.album),
-            album_artist: self.strs.id(&l.album_artist),
-            mbid: self.strs.id(&l.mbid),
-            client: self.strs.id(&l.client),
-            duration: l.duration.unwrap_or(u32::MAX),
-            track_number: l.track_number.unwrap_or(u32::MAX),
+            artist,
+            title,
+            album: album_raw,
+            album_artist: self.strs.id_memo(l.album_artist, m_album_artist),
+            mbid: self.strs.id_memo(l.mbid, m_mbid),
+            client: self.strs.id_memo(l.client, m_client),
+            duration: l.duration,
+            track_number: l.track_number,
         };
         let idx = self.recs.len() as u32;
         self.recs.push(rec);
-        self.seen.insert((user, l.timestamp, a, t));
         let u = self.users.entry(user).or_default();
         u.by_time.insert((l.timestamp, idx));
         u.total.add(a, album, (a, t));
@@ -219,7 +296,10 @@ impl Index {
 
     pub(crate) fn love(&mut self, user: &str, artist: &str, title: &str, ts: i64, loved: bool) {
         let u = self.strs.id(user);
-        let key = (self.norm_id(artist), self.norm_id(title));
+        let key = (
+            self.norm_id(&normalise(artist), artist),
+            self.norm_id(&normalise(title), title),
+        );
         let (ai, ti) = (self.strs.id(artist), self.strs.id(title));
         let idx = self.users.entry(u).or_default();
         if loved {
@@ -296,7 +376,7 @@ impl Index {
             None => collect(&u.total, kind),
             Some(since) => {
                 let first_day = since.div_euclid(DAY);
-                let mut acc: HashMap<(u32, u32), u32> = HashMap::new();
+                let mut acc: IdMap<(u32, u32), u32> = IdMap::default();
                 for (_, c) in u.days.range(first_day + 1..) {
                     for (k, n) in collect(c, kind) {
                         *acc.entry(k).or_default() += n;

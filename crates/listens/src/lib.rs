@@ -22,13 +22,14 @@
 //! let dir = tempfile::tempdir().unwrap();
 //! let (store, _report) = Listens::open(dir.path()).unwrap();
 //! let l = Listen::new("ann", 1_700_000_000, "Björk", "Joga");
-//! let out = store.submit(vec![l.clone(), l]).unwrap();
+//! let out = store.submit(&[l.clone(), l]).unwrap();
 //! assert_eq!(out, vec![Submitted::Accepted, Submitted::Duplicate]);
 //! let top = store.top("ann", ChartKind::Artists, None, 10, 1);
 //! assert_eq!(top.rows[0].name, "Björk");
 //! ```
 #![forbid(unsafe_code)]
 
+mod batch;
 mod error;
 pub mod import;
 mod index;

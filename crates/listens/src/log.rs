@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::error::{AppendError, OpenError};
-use crate::model::Event;
+use crate::model::EventRef;
 
 pub(crate) const MAGIC: &[u8; 8] = b"SPNDLSTN";
 pub(crate) const VERSION: u32 = 1;
@@ -26,6 +26,8 @@ pub(crate) struct GroupLog {
 #[derive(Default)]
 struct State {
     pending: Vec<u8>,
+    /// The buffer of the last flush, cleared, reused as the next `pending`.
+    spare: Vec<u8>,
     /// Sequence number of the last append queued.
     queued: u64,
     /// Every append up to this one is on disk.
@@ -34,21 +36,18 @@ struct State {
     failed: Option<String>,
 }
 
-/// What reading the log found.
-pub(crate) struct Recovered {
-    pub events: Vec<Event>,
-    /// Bytes cut off the end because they did not form whole, valid records.
-    pub truncated_bytes: u64,
-}
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl GroupLog {
-    /// Opens (creating) the log, reads every valid record and truncates a
-    /// damaged tail so new records follow the last good one.
-    pub(crate) fn open(path: &Path) -> Result<(GroupLog, Recovered), OpenError> {
+    /// Opens (creating) the log, hands every valid record to `visit` in
+    /// order, and truncates a damaged tail so new records follow the last
+    /// good one. Returns the log and how many bytes were cut off.
+    pub(crate) fn open(
+        path: &Path,
+        visit: impl FnMut(EventRef<'_>),
+    ) -> Result<(GroupLog, u64), OpenError> {
         let io = |source| OpenError::Io {
             path: path.to_owned(),
             source,
@@ -77,14 +76,7 @@ impl GroupLog {
                     let _ = d.sync_all();
                 }
             }
-            let log = GroupLog::new(file);
-            return Ok((
-                log,
-                Recovered {
-                    events: Vec::new(),
-                    truncated_bytes: bytes.len() as u64,
-                },
-            ));
+            return Ok((GroupLog::new(file), bytes.len() as u64));
         }
         let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
         if &bytes[..8] != MAGIC || version != VERSION {
@@ -93,20 +85,14 @@ impl GroupLog {
                 version,
             });
         }
-        let (events, good_end) = read_records(&bytes);
+        let good_end = read_records(&bytes, visit);
         let truncated_bytes = bytes.len() as u64 - good_end;
         if truncated_bytes > 0 {
             file.set_len(good_end).map_err(io)?;
             file.sync_all().map_err(io)?;
         }
         file.seek(SeekFrom::Start(good_end)).map_err(io)?;
-        Ok((
-            GroupLog::new(file),
-            Recovered {
-                events,
-                truncated_bytes,
-            },
-        ))
+        Ok((GroupLog::new(file), truncated_bytes))
     }
 
     fn new(file: File) -> GroupLog {
@@ -117,27 +103,19 @@ impl GroupLog {
         }
     }
 
-    /// Writes the events as one group of records and returns once they
-    /// are fsynced. Concurrent callers share the write and the fsync of
-    /// whoever flushes first.
-    pub(crate) fn append(&self, events: &[Event]) -> Result<(), AppendError> {
-        if events.is_empty() {
+    /// Writes framed records (see `model::encode_listen`) and returns
+    /// once they are fsynced. Concurrent callers share the write and the
+    /// fsync of whoever flushes first (group commit); the caller's bytes
+    /// are copied once, into the shared queue.
+    pub(crate) fn append(&self, records: &[u8]) -> Result<(), AppendError> {
+        if records.is_empty() {
             return Ok(());
-        }
-        let mut buf = Vec::with_capacity(events.len() * 96);
-        let mut payload = Vec::with_capacity(128);
-        for ev in events {
-            payload.clear();
-            ev.encode(&mut payload);
-            buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-            buf.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-            buf.extend_from_slice(&payload);
         }
         let mut st = lock(&self.state);
         if let Some(e) = &st.failed {
             return Err(AppendError::Poisoned(e.clone()));
         }
-        st.pending.extend_from_slice(&buf);
+        st.pending.extend_from_slice(records);
         st.queued += 1;
         let mine = st.queued;
         loop {
@@ -153,15 +131,18 @@ impl GroupLog {
             }
             // Lead: flush everything queued so far, ours included.
             st.flushing = true;
-            let batch = std::mem::take(&mut st.pending);
+            let spare = std::mem::take(&mut st.spare);
+            let mut batch = std::mem::replace(&mut st.pending, spare);
             let upto = st.queued;
             drop(st);
             let res = {
                 let mut f = lock(&self.file);
                 f.write_all(&batch).and_then(|()| f.sync_data())
             };
+            batch.clear();
             st = lock(&self.state);
             st.flushing = false;
+            st.spare = batch;
             match res {
                 Ok(()) => st.durable = upto,
                 Err(e) => st.failed = Some(e.to_string()),
@@ -171,11 +152,10 @@ impl GroupLog {
     }
 }
 
-/// Parses records after the header; returns them and where the last good
-/// one ends.
-fn read_records(bytes: &[u8]) -> (Vec<Event>, u64) {
+/// Hands the records after the header to `visit`, in order; returns
+/// where the last good one ends.
+fn read_records(bytes: &[u8], mut visit: impl FnMut(EventRef<'_>)) -> u64 {
     let mut at = HEADER_LEN as usize;
-    let mut out = Vec::new();
     while let Some(head) = bytes.get(at..at + 8) {
         let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
         let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
@@ -188,22 +168,36 @@ fn read_records(bytes: &[u8]) -> (Vec<Event>, u64) {
         if crc32fast::hash(payload) != crc {
             break;
         }
-        let Some(ev) = Event::decode(payload) else {
+        let Some(ev) = EventRef::decode(payload) else {
             break;
         };
-        out.push(ev);
+        visit(ev);
         at += 8 + len as usize;
     }
-    (out, at as u64)
+    at as u64
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Listen;
+    use crate::model::{Event, Listen};
 
     fn ev(ts: i64) -> Event {
         Event::Listen(Listen::new("u", ts, "a", "t"))
+    }
+
+    fn bytes(evs: &[Event]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for e in evs {
+            e.encode(&mut b);
+        }
+        b
+    }
+
+    fn open(p: &Path) -> (GroupLog, Vec<Event>) {
+        let mut evs = Vec::new();
+        let (log, _) = GroupLog::open(p, |e| evs.push(e.to_owned())).unwrap();
+        (log, evs)
     }
 
     #[test]
@@ -211,56 +205,55 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("l");
         {
-            let (log, rec) = GroupLog::open(&p).unwrap();
-            assert!(rec.events.is_empty());
-            log.append(&[ev(1), ev(2)]).unwrap();
-            log.append(&[ev(3)]).unwrap();
+            let (log, evs) = open(&p);
+            assert!(evs.is_empty());
+            log.append(&bytes(&[ev(1), ev(2)])).unwrap();
+            log.append(&bytes(&[ev(3)])).unwrap();
         }
         let full = std::fs::read(&p).unwrap();
         // Every cut inside the last record loses only that record.
         let third_start = {
-            let (evs, end) = read_records(&full);
-            assert_eq!(evs.len(), 3);
+            let mut n = 0;
+            let end = read_records(&full, |_| n += 1);
+            assert_eq!(n, 3);
             assert_eq!(end, full.len() as u64);
-            let mut b = Vec::new();
-            ev(3).encode(&mut b);
-            full.len() - 8 - b.len()
+            full.len() - bytes(&[ev(3)]).len()
         };
         for cut in third_start + 1..full.len() {
             std::fs::write(&p, &full[..cut]).unwrap();
-            let (log, rec) = GroupLog::open(&p).unwrap();
-            assert_eq!(rec.events, vec![ev(1), ev(2)], "cut at {cut}");
-            log.append(&[ev(4)]).unwrap();
+            let (log, evs) = open(&p);
+            assert_eq!(evs, vec![ev(1), ev(2)], "cut at {cut}");
+            log.append(&bytes(&[ev(4)])).unwrap();
             drop(log);
-            let (_, rec) = GroupLog::open(&p).unwrap();
-            assert_eq!(rec.events, vec![ev(1), ev(2), ev(4)]);
+            let (_, evs) = open(&p);
+            assert_eq!(evs, vec![ev(1), ev(2), ev(4)]);
         }
         // A flipped bit in the last record is damage, not data.
         let mut bad = full.clone();
         let n = bad.len();
         bad[n - 1] ^= 1;
         std::fs::write(&p, &bad).unwrap();
-        let (_, rec) = GroupLog::open(&p).unwrap();
-        assert_eq!(rec.events.len(), 2);
+        let (_, evs) = open(&p);
+        assert_eq!(evs.len(), 2);
     }
 
     #[test]
     fn concurrent_appends_all_land() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("l");
-        let (log, _) = GroupLog::open(&p).unwrap();
+        let (log, _) = open(&p);
         std::thread::scope(|s| {
             for t in 0..8 {
                 let log = &log;
                 s.spawn(move || {
                     for i in 0..50 {
-                        log.append(&[ev(t * 1000 + i)]).unwrap();
+                        log.append(&bytes(&[ev(t * 1000 + i)])).unwrap();
                     }
                 });
             }
         });
         drop(log);
-        let (_, rec) = GroupLog::open(&p).unwrap();
-        assert_eq!(rec.events.len(), 400);
+        let (_, evs) = open(&p);
+        assert_eq!(evs.len(), 400);
     }
 }

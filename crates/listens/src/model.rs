@@ -54,51 +54,150 @@ const K_LOVE: u8 = 2;
 const K_UNLOVE: u8 = 3;
 const NONE_U32: u32 = u32::MAX;
 
+/// A listen whose strings borrow from elsewhere: from a [`Listen`] when
+/// storing it, from the log's bytes when replaying it (no copies).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ListenRef<'a> {
+    pub user: &'a str,
+    pub timestamp: i64,
+    pub artist: &'a str,
+    pub title: &'a str,
+    pub album: &'a str,
+    pub album_artist: &'a str,
+    pub mbid: &'a str,
+    pub client: &'a str,
+    /// `u32::MAX` when unknown, as in the log.
+    pub duration: u32,
+    pub track_number: u32,
+}
+
+impl Listen {
+    pub(crate) fn as_ref(&self) -> ListenRef<'_> {
+        ListenRef {
+            user: &self.user,
+            timestamp: self.timestamp,
+            artist: &self.artist,
+            title: &self.title,
+            album: &self.album,
+            album_artist: &self.album_artist,
+            mbid: &self.mbid,
+            client: &self.client,
+            duration: self.duration.unwrap_or(NONE_U32),
+            track_number: self.track_number.unwrap_or(NONE_U32),
+        }
+    }
+}
+
+impl ListenRef<'_> {
+    #[cfg(test)]
+    pub(crate) fn to_owned(self) -> Listen {
+        let opt = |v: u32| (v != NONE_U32).then_some(v);
+        Listen {
+            user: self.user.into(),
+            timestamp: self.timestamp,
+            artist: self.artist.into(),
+            title: self.title.into(),
+            album: self.album.into(),
+            album_artist: self.album_artist.into(),
+            mbid: self.mbid.into(),
+            duration: opt(self.duration),
+            track_number: opt(self.track_number),
+            client: self.client.into(),
+        }
+    }
+}
+
+/// A record of the log as replay reads it, strings borrowed from the file.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum EventRef<'a> {
+    Listen(ListenRef<'a>),
+    Love {
+        user: &'a str,
+        artist: &'a str,
+        title: &'a str,
+        timestamp: i64,
+        loved: bool,
+    },
+}
+
 fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
 }
 
+/// Appends one framed record (length, CRC-32, payload) whose payload
+/// `body` writes, in place: no buffer per record.
+fn framed(out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
+    let head = out.len();
+    out.extend_from_slice(&[0; 8]);
+    body(out);
+    let payload = &out[head + 8..];
+    let len = (payload.len() as u32).to_le_bytes();
+    let crc = crc32fast::hash(payload).to_le_bytes();
+    out[head..head + 4].copy_from_slice(&len);
+    out[head + 4..head + 8].copy_from_slice(&crc);
+}
+
+/// Appends a listen as one framed record.
+pub(crate) fn encode_listen(l: &ListenRef<'_>, out: &mut Vec<u8>) {
+    framed(out, |out| {
+        out.push(K_LISTEN);
+        out.extend_from_slice(&l.timestamp.to_le_bytes());
+        out.extend_from_slice(&l.duration.to_le_bytes());
+        out.extend_from_slice(&l.track_number.to_le_bytes());
+        for s in [
+            l.user,
+            l.artist,
+            l.title,
+            l.album,
+            l.album_artist,
+            l.mbid,
+            l.client,
+        ] {
+            put_str(out, s);
+        }
+    });
+}
+
+/// Appends a love or unlove as one framed record.
+pub(crate) fn encode_love(
+    user: &str,
+    artist: &str,
+    title: &str,
+    timestamp: i64,
+    loved: bool,
+    out: &mut Vec<u8>,
+) {
+    framed(out, |out| {
+        out.push(if loved { K_LOVE } else { K_UNLOVE });
+        out.extend_from_slice(&timestamp.to_le_bytes());
+        for s in [user, artist, title] {
+            put_str(out, s);
+        }
+    });
+}
+
 impl Event {
-    /// The payload of one record (without the length and CRC frame).
+    /// Appends the event as one framed record.
+    #[cfg(test)]
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         match self {
-            Event::Listen(l) => {
-                out.push(K_LISTEN);
-                out.extend_from_slice(&l.timestamp.to_le_bytes());
-                out.extend_from_slice(&l.duration.unwrap_or(NONE_U32).to_le_bytes());
-                out.extend_from_slice(&l.track_number.unwrap_or(NONE_U32).to_le_bytes());
-                for s in [
-                    &l.user,
-                    &l.artist,
-                    &l.title,
-                    &l.album,
-                    &l.album_artist,
-                    &l.mbid,
-                    &l.client,
-                ] {
-                    put_str(out, s);
-                }
-            }
+            Event::Listen(l) => encode_listen(&l.as_ref(), out),
             Event::Love {
                 user,
                 artist,
                 title,
                 timestamp,
                 loved,
-            } => {
-                out.push(if *loved { K_LOVE } else { K_UNLOVE });
-                out.extend_from_slice(&timestamp.to_le_bytes());
-                for s in [user, artist, title] {
-                    put_str(out, s);
-                }
-            }
+            } => encode_love(user, artist, title, *timestamp, *loved, out),
         }
     }
+}
 
+impl<'a> EventRef<'a> {
     /// Decodes a payload whose CRC already matched; `None` if it is not a
     /// record this version knows.
-    pub(crate) fn decode(b: &[u8]) -> Option<Event> {
+    pub(crate) fn decode(b: &'a [u8]) -> Option<EventRef<'a>> {
         let mut r = Reader { b, at: 0 };
         let kind = r.u8()?;
         let ev = match kind {
@@ -106,11 +205,10 @@ impl Event {
                 let timestamp = r.i64()?;
                 let duration = r.u32()?;
                 let track_number = r.u32()?;
-                let opt = |v: u32| (v != NONE_U32).then_some(v);
-                Event::Listen(Listen {
+                EventRef::Listen(ListenRef {
                     timestamp,
-                    duration: opt(duration),
-                    track_number: opt(track_number),
+                    duration,
+                    track_number,
                     user: r.str()?,
                     artist: r.str()?,
                     title: r.str()?,
@@ -122,7 +220,7 @@ impl Event {
             }
             K_LOVE | K_UNLOVE => {
                 let timestamp = r.i64()?;
-                Event::Love {
+                EventRef::Love {
                     timestamp,
                     user: r.str()?,
                     artist: r.str()?,
@@ -134,6 +232,26 @@ impl Event {
         };
         (r.at == b.len()).then_some(ev)
     }
+
+    #[cfg(test)]
+    pub(crate) fn to_owned(self) -> Event {
+        match self {
+            EventRef::Listen(l) => Event::Listen(l.to_owned()),
+            EventRef::Love {
+                user,
+                artist,
+                title,
+                timestamp,
+                loved,
+            } => Event::Love {
+                user: user.into(),
+                artist: artist.into(),
+                title: title.into(),
+                timestamp,
+                loved,
+            },
+        }
+    }
 }
 
 struct Reader<'a> {
@@ -141,8 +259,8 @@ struct Reader<'a> {
     at: usize,
 }
 
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let s = self.b.get(self.at..self.at.checked_add(n)?)?;
         self.at += n;
         Some(s)
@@ -156,9 +274,9 @@ impl Reader<'_> {
     fn i64(&mut self) -> Option<i64> {
         Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
-    fn str(&mut self) -> Option<String> {
+    fn str(&mut self) -> Option<&'a str> {
         let n = self.u32()? as usize;
-        String::from_utf8(self.take(n)?.to_vec()).ok()
+        std::str::from_utf8(self.take(n)?).ok()
     }
 }
 
@@ -185,8 +303,15 @@ mod tests {
         for ev in evs {
             let mut b = Vec::new();
             ev.encode(&mut b);
-            assert_eq!(Event::decode(&b), Some(ev.clone()));
-            assert_eq!(Event::decode(&b[..b.len() - 1]), None);
+            // The frame: payload length and its CRC, then the payload.
+            let payload = &b[8..];
+            assert_eq!(b[..4], (payload.len() as u32).to_le_bytes());
+            assert_eq!(b[4..8], crc32fast::hash(payload).to_le_bytes());
+            assert_eq!(
+                EventRef::decode(payload).map(EventRef::to_owned),
+                Some(ev.clone())
+            );
+            assert!(EventRef::decode(&payload[..payload.len() - 1]).is_none());
         }
     }
 }

@@ -1,13 +1,17 @@
-//! [`Listens`]: the log plus its indexes, and the submit path that dedupes
-//! before writing and publishes to the indexes only once on disk.
+//! [`Listens`]: the log plus its indexes, and the submit path: names
+//! normalised and dedupe keys computed outside any lock, the keys
+//! reserved in the dedupe set, the records written by group commit, and
+//! the listens published to the indexes — one index lock per batch —
+//! only once they are on disk.
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::batch::{DedupeHasher, Prepared, Seen};
 use crate::error::{AppendError, OpenError};
 use crate::index::{Chart, ChartKind, Index, Loved, Page, RecentQuery, UserSummary};
 use crate::log::GroupLog;
-use crate::model::{Event, Listen};
+use crate::model::{encode_listen, encode_love, EventRef, Listen};
 
 /// The log's file name inside the directory given to [`Listens::open`].
 pub const LOG_FILE: &str = "listens.log";
@@ -15,6 +19,10 @@ pub const LOG_FILE: &str = "listens.log";
 /// The listening history of every user.
 pub struct Listens {
     index: Mutex<Index>,
+    /// Dedupe keys of every listen recorded or being recorded. Its own
+    /// lock, so that reserving keys does not wait for the index.
+    seen: Mutex<Seen>,
+    hasher: DedupeHasher,
     log: GroupLog,
 }
 
@@ -36,6 +44,10 @@ pub enum Submitted {
     Duplicate,
 }
 
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Listens {
     /// Opens the history in `dir` (created if missing), replaying the log.
     pub fn open(dir: &Path) -> Result<(Listens, OpenReport), OpenError> {
@@ -43,36 +55,37 @@ impl Listens {
             path: dir.to_owned(),
             source,
         })?;
-        let (log, rec) = GroupLog::open(&dir.join(LOG_FILE))?;
+        let hasher = DedupeHasher::new();
         let mut index = Index::default();
-        let mut report = OpenReport {
-            truncated_bytes: rec.truncated_bytes,
-            ..OpenReport::default()
-        };
-        for ev in rec.events {
-            match ev {
-                Event::Listen(l) => {
-                    let k = index.dedupe_key(&l);
-                    if !index.seen.contains(&k) {
-                        index.add(&l);
-                        report.listens += 1;
-                    }
-                }
-                Event::Love {
-                    user,
-                    artist,
-                    title,
-                    timestamp,
-                    loved,
-                } => {
-                    index.love(&user, &artist, &title, timestamp, loved);
-                    report.love_events += 1;
+        let mut seen = Seen::default();
+        let mut report = OpenReport::default();
+        // One listen at a time, its strings borrowed from the file's bytes.
+        let mut one = Prepared::with_capacity(1);
+        let (log, truncated) = GroupLog::open(&dir.join(LOG_FILE), |ev| match ev {
+            EventRef::Listen(l) => {
+                one.clear();
+                if seen.insert(one.push(&hasher, &l)) {
+                    index.add(&l, &one.norms(0));
+                    report.listens += 1;
                 }
             }
-        }
+            EventRef::Love {
+                user,
+                artist,
+                title,
+                timestamp,
+                loved,
+            } => {
+                index.love(user, artist, title, timestamp, loved);
+                report.love_events += 1;
+            }
+        })?;
+        report.truncated_bytes = truncated;
         Ok((
             Listens {
                 index: Mutex::new(index),
+                seen: Mutex::new(seen),
+                hasher,
                 log,
             },
             report,
@@ -80,45 +93,50 @@ impl Listens {
     }
 
     fn index(&self) -> MutexGuard<'_, Index> {
-        self.index.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.index)
     }
 
     /// Records listens; returns once the new ones are on disk. Repeats of
     /// a recorded listen (or of one earlier in the same call) are reported
     /// as duplicates and not written. On error nothing of this call is
     /// acknowledged (a retry is safe: what did reach the disk dedupes).
-    pub fn submit(&self, listens: Vec<Listen>) -> Result<Vec<Submitted>, AppendError> {
+    pub fn submit(&self, listens: &[Listen]) -> Result<Vec<Submitted>, AppendError> {
+        let mut prep = Prepared::with_capacity(listens.len());
+        for l in listens {
+            prep.push(&self.hasher, &l.as_ref());
+        }
         let mut out = Vec::with_capacity(listens.len());
         let mut fresh = Vec::with_capacity(listens.len());
-        let mut keys = Vec::with_capacity(listens.len());
         {
-            let mut ix = self.index();
-            for l in listens {
-                let k = ix.dedupe_key(&l);
-                // Reserve the key now so a concurrent twin is a duplicate.
-                if ix.seen.insert(k) {
+            // Reserve the keys now so a concurrent twin is a duplicate.
+            let mut seen = lock(&self.seen);
+            for (i, &k) in prep.keys.iter().enumerate() {
+                if seen.insert(k) {
                     out.push(Submitted::Accepted);
-                    keys.push(k);
-                    fresh.push(Event::Listen(l));
+                    fresh.push(i);
                 } else {
                     out.push(Submitted::Duplicate);
                 }
             }
         }
-        match self.log.append(&fresh) {
+        let mut records = Vec::with_capacity(fresh.len() * 128);
+        for &i in &fresh {
+            encode_listen(&listens[i].as_ref(), &mut records);
+        }
+        match self.log.append(&records) {
             Ok(()) => {
-                let mut ix = self.index();
-                for ev in &fresh {
-                    if let Event::Listen(l) = ev {
-                        ix.add(l);
+                if !fresh.is_empty() {
+                    let mut ix = self.index();
+                    for &i in &fresh {
+                        ix.add(&listens[i].as_ref(), &prep.norms(i));
                     }
                 }
                 Ok(out)
             }
             Err(e) => {
-                let mut ix = self.index();
-                for k in keys {
-                    ix.seen.remove(&k);
+                let mut seen = lock(&self.seen);
+                for &i in &fresh {
+                    seen.remove(&prep.keys[i]);
                 }
                 Err(e)
             }
@@ -134,13 +152,9 @@ impl Listens {
         timestamp: i64,
         loved: bool,
     ) -> Result<(), AppendError> {
-        self.log.append(&[Event::Love {
-            user: user.into(),
-            artist: artist.into(),
-            title: title.into(),
-            timestamp,
-            loved,
-        }])?;
+        let mut record = Vec::new();
+        encode_love(user, artist, title, timestamp, loved, &mut record);
+        self.log.append(&record)?;
         self.index().love(user, artist, title, timestamp, loved);
         Ok(())
     }
@@ -199,7 +213,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let (s, _) = Listens::open(dir.path()).unwrap();
-            s.submit(vec![l("u", 10, "A", "x", ""), l("u", 20, "B", "y", "")])
+            s.submit(&[l("u", 10, "A", "x", ""), l("u", 20, "B", "y", "")])
                 .unwrap();
             s.love("u", "A", "x", 30, true).unwrap();
         }
@@ -223,20 +237,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (s, _) = Listens::open(dir.path()).unwrap();
         let r = s
-            .submit(vec![
-                l("u", 5, "Abba", "SOS", ""),
-                l("u", 5, " abba", "sos ", ""),
-            ])
+            .submit(&[l("u", 5, "Abba", "SOS", ""), l("u", 5, " abba", "sos ", "")])
             .unwrap();
         assert_eq!(r, vec![Submitted::Accepted, Submitted::Duplicate]);
-        let r = s.submit(vec![l("u", 5, "ABBA", "SOS", "")]).unwrap();
+        let r = s.submit(&[l("u", 5, "ABBA", "SOS", "")]).unwrap();
         assert_eq!(r, vec![Submitted::Duplicate]);
         // Another user or another second is another listen.
         let r = s
-            .submit(vec![
-                l("v", 5, "Abba", "SOS", ""),
-                l("u", 6, "Abba", "SOS", ""),
-            ])
+            .submit(&[l("v", 5, "Abba", "SOS", ""), l("u", 6, "Abba", "SOS", "")])
             .unwrap();
         assert_eq!(r, vec![Submitted::Accepted, Submitted::Accepted]);
         assert_eq!(s.summary("u").playcount, 2);
@@ -263,7 +271,7 @@ mod tests {
                 &format!("Al{t}"),
             ));
         }
-        s.submit(all.clone()).unwrap();
+        s.submit(&all).unwrap();
         for days in [None, Some(7), Some(30), Some(90), Some(365)] {
             let since = days.map(|d| now - d * DAY);
             let chart = s.top("u", ChartKind::Artists, since, 100, 1);

@@ -1,7 +1,6 @@
 //! The Last.fm 2.0 API at `/2.0/` (GET and POST, query and form merged),
 //! answering XML by default and JSON for `format=json`.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use axum::body::Body;
@@ -216,7 +215,7 @@ async fn call(st: &AppState, p: &Params) -> Result<Option<Node>, LfmError> {
         }
         "track.updatenowplaying" => {
             let user = authed(st, p)?;
-            let mut l = listen_from(p, "", &user).ok_or_else(|| missing("artist, track"))?;
+            let mut l = listen_from(p, &user).ok_or_else(|| missing("artist, track"))?;
             l.timestamp = st.now();
             let ig = scrobble::check(st, &l, false).err();
             if ig.is_none() {
@@ -516,41 +515,65 @@ fn top(st: &AppState, p: &Params, kind: ChartKind) -> Result<Option<Node>, LfmEr
     ))
 }
 
-/// The listen named by the plain (`suffix` "") or indexed parameters.
-fn listen_from(p: &Params, suffix: &str, user: &str) -> Option<Listen> {
-    let get = |n: &str| p.get(&format!("{n}{suffix}")).map(str::to_owned);
-    let fields: BTreeMap<&str, String> = [
-        "artist",
-        "track",
-        "album",
-        "albumArtist",
-        "mbid",
-        "duration",
-        "trackNumber",
-    ]
-    .into_iter()
-    .filter_map(|n| Some((n, get(n)?)))
-    .collect();
-    listen_from_fields(&fields, user)
+/// The fields of one scrobble a listen is built from, by slot.
+const FIELDS: [&str; 8] = [
+    "artist",
+    "track",
+    "album",
+    "albumArtist",
+    "mbid",
+    "timestamp",
+    "duration",
+    "trackNumber",
+];
+const ARTIST: usize = 0;
+const TRACK: usize = 1;
+const ALBUM: usize = 2;
+const ALBUM_ARTIST: usize = 3;
+const MBID: usize = 4;
+const TIMESTAMP: usize = 5;
+const DURATION: usize = 6;
+const TRACK_NUMBER: usize = 7;
+
+/// One scrobble's fields, borrowed from the request's parameters.
+type Fields<'a> = [Option<&'a str>; FIELDS.len()];
+
+fn slot(name: &str) -> Option<usize> {
+    FIELDS.iter().position(|f| *f == name)
 }
 
-fn listen_from_fields(f: &BTreeMap<&str, String>, user: &str) -> Option<Listen> {
-    let artist = f.get("artist")?;
-    let track = f.get("track")?;
-    let mut l = Listen::new(user, 0, artist, track);
-    l.album = f.get("album").cloned().unwrap_or_default();
-    l.album_artist = f.get("albumArtist").cloned().unwrap_or_default();
-    l.mbid = f.get("mbid").cloned().unwrap_or_default();
-    l.duration = f.get("duration").and_then(|d| d.trim().parse().ok());
-    l.track_number = f.get("trackNumber").and_then(|d| d.trim().parse().ok());
-    l.client = "lastfm".into();
-    Some(l)
+/// The now-playing listen named by the plain parameters.
+fn listen_from(p: &Params, user: &str) -> Option<Listen> {
+    let mut f: Fields = [None; FIELDS.len()];
+    for (i, name) in FIELDS.iter().enumerate() {
+        f[i] = p.get(name);
+    }
+    listen_from_fields(&f, user)
 }
 
-async fn scrobble_batch(st: &AppState, p: &Params, user: &str) -> Result<Node, LfmError> {
-    // index → field → value
-    let mut items: BTreeMap<usize, BTreeMap<&str, String>> = BTreeMap::new();
-    let mut plain: BTreeMap<&str, String> = BTreeMap::new();
+fn listen_from_fields(f: &Fields, user: &str) -> Option<Listen> {
+    let text = |i: usize| f[i].unwrap_or("").to_owned();
+    let num = |i: usize| f[i].and_then(|d| d.trim().parse().ok());
+    Some(Listen {
+        user: user.to_owned(),
+        timestamp: 0,
+        artist: f[ARTIST]?.to_owned(),
+        title: f[TRACK]?.to_owned(),
+        album: text(ALBUM),
+        album_artist: text(ALBUM_ARTIST),
+        mbid: text(MBID),
+        duration: num(DURATION),
+        track_number: num(TRACK_NUMBER),
+        client: "lastfm".into(),
+    })
+}
+
+/// The scrobbles of a `track.scrobble` call by index (`artist[i]`, …, in
+/// index order), or the one given by plain names. A later duplicate of a
+/// name is ignored, as in `Params::get`.
+fn scrobble_fields(p: &Params) -> Result<Vec<Fields<'_>>, LfmError> {
+    let mut items: Vec<Option<Fields>> = Vec::new();
+    let mut plain: Fields = [None; FIELDS.len()];
     for (k, v) in &p.0 {
         if let Some((name, rest)) = k.split_once('[') {
             let Some(idx) = rest.strip_suffix(']') else {
@@ -568,85 +591,91 @@ async fn scrobble_batch(st: &AppState, p: &Params, user: &str) -> Result<Node, L
                     format!("Invalid parameters - at most {MAX_BATCH} scrobbles per call (got index {i})"),
                 ));
             }
-            items
-                .entry(i)
-                .or_default()
-                .entry(name_static(name))
-                .or_insert_with(|| v.clone());
-        } else if is_scrobble_field(k) {
-            plain.entry(name_static(k)).or_insert_with(|| v.clone());
-        }
-    }
-    if items.is_empty() {
-        if !plain.contains_key("artist") && !plain.contains_key("track") {
-            return Err(missing("artist[i], track[i], timestamp[i]"));
-        }
-        items.insert(0, plain);
-    }
-    // Judge each scrobble; keep the valid ones.
-    let mut verdicts: Vec<(Listen, Option<Ignored>)> = Vec::with_capacity(items.len());
-    for f in items.values() {
-        let mut l = Listen::new(user, 0, "", "");
-        l.client = "lastfm".into();
-        let verdict = match listen_from_fields(f, user) {
-            None if f.get("artist").is_none() => Some(Ignored::Artist),
-            None => Some(Ignored::Track),
-            Some(got) => {
-                l = got;
-                match f.get("timestamp").map(|t| t.trim().parse::<i64>()) {
-                    Some(Ok(ts)) => {
-                        l.timestamp = ts;
-                        scrobble::check(st, &l, true).err()
-                    }
-                    _ => Some(Ignored::TooOld),
-                }
+            if items.len() <= i {
+                items.resize(i + 1, None);
             }
-        };
-        verdicts.push((l, verdict));
+            let item = items[i].get_or_insert([None; FIELDS.len()]);
+            if let Some(s) = slot(name) {
+                item[s].get_or_insert(v.as_str());
+            }
+        } else if let Some(s) = slot(k) {
+            plain[s].get_or_insert(v.as_str());
+        }
     }
-    let valid: Vec<Listen> = verdicts
+    let items: Vec<Fields> = items.into_iter().flatten().collect();
+    if !items.is_empty() {
+        return Ok(items);
+    }
+    if plain[ARTIST].is_none() && plain[TRACK].is_none() {
+        return Err(missing("artist[i], track[i], timestamp[i]"));
+    }
+    Ok(vec![plain])
+}
+
+async fn scrobble_batch(st: &AppState, p: &Params, user: &str) -> Result<Node, LfmError> {
+    // Judge each scrobble.
+    let mut verdicts: Vec<(Listen, Option<Ignored>)> = Vec::with_capacity(MAX_BATCH);
+    for f in scrobble_fields(p)? {
+        let verdict = match listen_from_fields(&f, user) {
+            None => {
+                let mut l = Listen::new(user, 0, "", "");
+                l.client = "lastfm".into();
+                let ig = if f[ARTIST].is_none() {
+                    Ignored::Artist
+                } else {
+                    Ignored::Track
+                };
+                (l, Some(ig))
+            }
+            Some(mut l) => match f[TIMESTAMP].map(|t| t.trim().parse::<i64>()) {
+                Some(Ok(ts)) => {
+                    l.timestamp = ts;
+                    let v = scrobble::check(st, &l, true).err();
+                    (l, v)
+                }
+                _ => (l, Some(Ignored::TooOld)),
+            },
+        };
+        verdicts.push(verdict);
+    }
+    // The answer only depends on the verdicts: build it now, then move the
+    // valid listens into the store (no copies).
+    let accepted = verdicts.iter().filter(|(_, v)| v.is_none()).count();
+    let ignored = verdicts.len() - accepted;
+    let rows: Vec<Node> = verdicts
         .iter()
+        .map(|(l, v)| {
+            let clean = |s: &str| {
+                if s.contains('\0') {
+                    s.replace('\0', "")
+                } else {
+                    s.to_owned()
+                }
+            };
+            Node::new("scrobble")
+                .child(Node::text("track", clean(&l.title)).attr("corrected", "0"))
+                .child(Node::text("artist", clean(&l.artist)).attr("corrected", "0"))
+                .child(Node::text("album", clean(&l.album)).attr("corrected", "0"))
+                .child(Node::text("albumArtist", clean(&l.album_artist)).attr("corrected", "0"))
+                .child(Node::text("timestamp", l.timestamp.to_string()))
+                .child(
+                    Node::text("ignoredMessage", v.map_or("", Ignored::message))
+                        .attr("code", v.map_or(0, Ignored::code).to_string()),
+                )
+        })
+        .collect();
+    let valid: Vec<Listen> = verdicts
+        .into_iter()
         .filter(|(_, v)| v.is_none())
-        .map(|(l, _)| l.clone())
+        .map(|(l, _)| l)
         .collect();
     scrobble::store(st, valid)
         .await
         .map_err(|e| err(16, format!("Temporary error, please retry - {e}")))?;
-    let accepted = verdicts.iter().filter(|(_, v)| v.is_none()).count();
-    let ignored = verdicts.len() - accepted;
-    let rows = verdicts.iter().map(|(l, v)| {
-        let clean = |s: &str| s.replace('\0', "");
-        Node::new("scrobble")
-            .child(Node::text("track", clean(&l.title)).attr("corrected", "0"))
-            .child(Node::text("artist", clean(&l.artist)).attr("corrected", "0"))
-            .child(Node::text("album", clean(&l.album)).attr("corrected", "0"))
-            .child(Node::text("albumArtist", clean(&l.album_artist)).attr("corrected", "0"))
-            .child(Node::text("timestamp", l.timestamp.to_string()))
-            .child(
-                Node::text("ignoredMessage", v.map_or("", Ignored::message))
-                    .attr("code", v.map_or(0, Ignored::code).to_string()),
-            )
-    });
     Ok(Node::new("scrobbles")
         .attr("accepted", accepted as u64)
         .attr("ignored", ignored as u64)
         .children(rows))
-}
-
-fn name_static(name: &str) -> &'static str {
-    match name {
-        "artist" => "artist",
-        "track" => "track",
-        "album" => "album",
-        "albumArtist" => "albumArtist",
-        "mbid" => "mbid",
-        "timestamp" => "timestamp",
-        "duration" => "duration",
-        "trackNumber" => "trackNumber",
-        "context" => "context",
-        "chosenByUser" => "chosenByUser",
-        _ => "streamId",
-    }
 }
 
 /// For the approval page: the token exists, is fresh, and belongs to the key.

@@ -108,8 +108,19 @@ fn link(db: &Db, batch: &[Listen]) -> Result<(), spindle_store::CommitError> {
         if lib.is_empty() {
             return Ok(());
         }
+        // One library lookup per distinct track of the batch: a batch
+        // gathers every listen sent while the last one was linked, and
+        // imports and repeat plays name the same tracks many times.
+        let mut found: HashMap<(&str, &str, &str, &str), Option<u32>> = HashMap::new();
         for l in batch {
-            if let Some(id) = find_entry(&lib, l) {
+            let key = (
+                l.mbid.as_str(),
+                l.artist.as_str(),
+                l.title.as_str(),
+                l.album.as_str(),
+            );
+            let id = *found.entry(key).or_insert_with(|| find_entry(&lib, l));
+            if let Some(id) = id {
                 let e = bumps.entry(id).or_insert((0, i64::MIN));
                 e.0 += 1;
                 e.1 = e.1.max(l.timestamp);

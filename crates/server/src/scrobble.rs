@@ -63,13 +63,15 @@ pub fn check(state: &AppState, l: &Listen, timed: bool) -> Result<(), Ignored> {
 }
 
 /// Stores listens that passed [`check`]; returns once they are on disk.
+/// The listens move to a blocking thread and on to the library linker:
+/// nothing is copied.
 pub async fn store(state: &AppState, listens: Vec<Listen>) -> Result<Vec<Submitted>, AppendError> {
     if listens.is_empty() {
         return Ok(Vec::new());
     }
     let st = state.clone();
     let out = tokio::task::spawn_blocking(move || {
-        let res = st.listens.submit(listens.clone());
+        let res = st.listens.submit(&listens);
         (res, listens)
     })
     .await;
@@ -84,9 +86,7 @@ pub async fn store(state: &AppState, listens: Vec<Listen>) -> Result<Vec<Submitt
         .filter(|(_, s)| **s == Submitted::Accepted)
         .map(|(l, _)| l)
         .collect();
-    for l in &fresh {
-        state.clear_now_playing_if(l);
-    }
+    state.clear_now_playing_of(&fresh);
     state.linker.send(fresh);
     Ok(out)
 }
@@ -116,7 +116,7 @@ impl AppState {
             .collect();
         let mut added = 0;
         for chunk in ok.chunks(10_000) {
-            let out = self.listens.submit(chunk.to_vec())?;
+            let out = self.listens.submit(chunk)?;
             let fresh: Vec<Listen> = chunk
                 .iter()
                 .zip(&out)

@@ -217,12 +217,18 @@ impl AppState {
         }
     }
 
-    /// A scrobble ends the now-playing of the same track.
-    pub(crate) fn clear_now_playing_if(&self, l: &Listen) {
+    /// A scrobble ends the now-playing of the same track (one lock for a
+    /// batch).
+    pub(crate) fn clear_now_playing_of(&self, listens: &[Listen]) {
         let mut np = lock(&self.live.now_playing);
-        if let Some(p) = np.get(&l.user) {
-            if p.listen.artist == l.artist && p.listen.title == l.title {
-                np.remove(&l.user);
+        if np.is_empty() {
+            return;
+        }
+        for l in listens {
+            if let Some(p) = np.get(&l.user) {
+                if p.listen.artist == l.artist && p.listen.title == l.title {
+                    np.remove(&l.user);
+                }
             }
         }
     }
