@@ -2,12 +2,18 @@
 //! bus and sends "now playing" and scrobbles to Last.fm-compatible,
 //! ListenBrainz-compatible and Spindle servers, losing no play.
 //!
-//! The crate owns:
+//! The crate owns, from the pure core outwards:
 //! - [`session`]: the play-session rules as a pure state machine with an
 //!   injected [`clock`] ([`Session`], [`Players`] for several players);
-//! - [`track`]: what a player plays ([`Track`]) and what is sent ([`Scrobble`]).
+//! - [`track`]: what a player plays ([`Track`]) and what is sent ([`Scrobble`]);
+//! - [`journal`]: the per-service queue on disk (format in `docs/journal.md`);
+//! - [`client`], [`lastfm`], [`listenbrainz`]: the service protocols;
+//! - [`sender`]: one task per service sending its journal with backoff;
+//! - [`config`]: `scrobble.toml`, the player lists, clean-up rules, paths;
+//! - [`mpris`] and [`daemon`]: the D-Bus side (zbus, tokio) tying it together.
 //!
-//! It is *not* the CLI: the `spindle` binary parses arguments and calls in.
+//! It is *not* the CLI: the `spindle` binary parses arguments, builds the
+//! runtime and calls [`daemon::run`].
 //!
 //! ```
 //! use spindle_scrobble::{Action, Event, Now, Rules, Session, Status, Track};

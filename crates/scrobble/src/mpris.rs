@@ -187,7 +187,10 @@ mod tests {
         let v = dict(vec![
             ("xesam:artist", Value::from("Solo")),
             ("xesam:title", Value::from("T")),
-            ("mpris:length", Value::Value(Box::new(Value::from(5_000_000u64)))),
+            (
+                "mpris:length",
+                Value::Value(Box::new(Value::from(5_000_000u64))),
+            ),
         ]);
         let t = parse_metadata(&v).expect("a track");
         assert_eq!(t.artists, ["Solo"]);
