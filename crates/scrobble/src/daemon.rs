@@ -323,6 +323,7 @@ pub async fn run(
     })?;
     let mut tasks = Vec::new();
     let mut services = Vec::new();
+    let changed = Arc::new(tokio::sync::Notify::new());
     for svc in &cfg.services {
         let dir = paths.journal_dir(&svc.name);
         let (journal, report) = Journal::open(&dir)?;
@@ -372,6 +373,8 @@ pub async fn run(
                 }
             }),
         );
+        let mut q = q;
+        q.changed = changed.clone();
         let (tx, rx) = mpsc::channel(1024);
         services.push(ServiceHandle {
             name: svc.name.clone(),
@@ -432,6 +435,7 @@ pub async fn run(
             .map(|d| base.0 + d.saturating_sub(base.1));
         tokio::select! {
             () = &mut shutdown => break,
+            () = changed.notified() => {}
             Some(sig) = owners.next() => {
                 let Ok(args) = sig.args() else { continue };
                 let name = args.name().to_string();

@@ -86,6 +86,9 @@ pub struct ServiceQueue {
     pub state: Arc<Mutex<ServiceState>>,
     /// Called with `true`/`false` when the service starts/stops needing auth.
     pub on_auth_change: Box<dyn Fn(bool) + Send>,
+    /// Notified whenever [`ServiceQueue::state`] changes (the daemon
+    /// then rewrites its status file).
+    pub changed: Arc<tokio::sync::Notify>,
     batch: usize,
     delay: Duration,
     retry_at: Option<Instant>,
@@ -113,6 +116,7 @@ impl ServiceQueue {
             backoff,
             state: Arc::new(Mutex::new(state)),
             on_auth_change,
+            changed: Arc::new(tokio::sync::Notify::new()),
             batch: BATCH,
             delay: backoff.first,
             retry_at: None,
@@ -243,6 +247,7 @@ impl ServiceQueue {
         }
         let n = self.j().len();
         self.st().pending = n;
+        self.changed.notify_one();
         more
     }
 
@@ -304,6 +309,11 @@ impl ServiceQueue {
     }
 
     async fn handle(&mut self, m: Msg) {
+        self.handle_msg(m).await;
+        self.changed.notify_one();
+    }
+
+    async fn handle_msg(&mut self, m: Msg) {
         match m {
             Msg::Scrobble(s) => {
                 if let Err(e) = self.record(&s) {
