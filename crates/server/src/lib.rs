@@ -116,12 +116,30 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router_with(state.clone(), music);
-    axum::serve(
+    let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown)
-    .await?;
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = stopping_tx.send(());
+    });
+    // In-flight requests get SHUTDOWN_GRACE to finish; streams to clients
+    // that read slowly (or not at all) are cut after that.
+    let grace = async move {
+        if stopping_rx.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        r = server => r?,
+        () = grace => {}
+    }
     state.flush_library_links();
     Ok(())
 }
+
+/// How long a shutdown waits for requests in flight.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
