@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use crate::batch::Norms;
 use crate::model::{Listen, ListenRef};
@@ -57,11 +58,13 @@ impl Hasher for IdHasher {
 
 pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
-/// Interned strings: ids are indexes into `strs`.
+/// Interned strings: ids are indexes into `strs`. The table and the list
+/// share one allocation per string, so that a lookup and a later read of
+/// the same string touch the same memory.
 #[derive(Default)]
 pub(crate) struct Interner {
-    ids: HashMap<Box<str>, u32>,
-    strs: Vec<Box<str>>,
+    ids: HashMap<Arc<str>, u32>,
+    strs: Vec<Arc<str>>,
 }
 
 impl Interner {
@@ -70,8 +73,9 @@ impl Interner {
             return i;
         }
         let i = self.strs.len() as u32;
-        self.strs.push(s.into());
-        self.ids.insert(s.into(), i);
+        let s: Arc<str> = s.into();
+        self.strs.push(s.clone());
+        self.ids.insert(s, i);
         i
     }
     /// [`Interner::id`] through a one-entry memo: the same field of
