@@ -16,3 +16,10 @@ fi
 cargo build --release --locked -p spindle
 cargo test --locked -p spindle-listens -p spindle-server
 SPINDLE_BIN="$ROOT/target/release/spindle" "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/interop"
+# The smoke run: Spindle only (--no-maloja), small counts. The bench fails
+# if a scrobble is not accepted; the greps check the tables are printed.
+smoke="$("$ROOT/target/release/spindle" bench scrobble --scrobbles 2000 --clients 4 \
+    --chart-listens 20000 --no-maloja)"
+echo "$smoke"
+grep -q '^| Spindle, .* | 2000 | ' <<<"$smoke"
+grep -q '^| opening the history' <<<"$smoke"

@@ -191,6 +191,11 @@ pub fn run(args: &ScrobbleArgs) -> anyhow::Result<()> {
             if rate / best >= 20.0 { "PASS" } else { "MISS" }
         );
     }
+    let lost = args.scrobbles - rows[0].outcome.accepted.min(args.scrobbles);
+    anyhow::ensure!(
+        lost == 0,
+        "Spindle did not accept {lost} of the scrobbles sent"
+    );
     if args.chart_listens > 0 {
         chart(args.chart_listens)?;
     }
@@ -446,10 +451,10 @@ fn chart(n: usize) -> anyhow::Result<()> {
     println!(
         "| opening the history (replaying the log into the indexes) | {:.2} s{cpu} ({}) |",
         reopen.as_secs_f64(),
-        if reopen.as_secs_f64() < 2.0 {
-            "PASS <2 s"
-        } else {
-            "MISS"
+        match (n >= 1_000_000, reopen.as_secs_f64() < 2.0) {
+            (false, _) => "target <2 s is for 1,000,000",
+            (true, true) => "PASS <2 s",
+            (true, false) => "MISS <2 s",
         }
     );
     for (label, since) in [
