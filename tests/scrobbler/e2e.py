@@ -215,6 +215,15 @@ time.sleep(1.5)   # 6 s of media
 mpris("Pause")
 time.sleep(6)     # 24 s if pause counted: past the 20 s threshold
 check(not plays_of("alice", "Tone C"), "a paused track is not scrobbled early")
+st = run([BIN, "scrobble", "status"])
+line = next((l for l in st.splitlines() if "Tone C" in l), "")
+check("paused" in line and re.search(r"of 20 s listened", line) is not None,
+      f"status shows the paused play and its progress: {line.strip()}")
+out = run([BIN, "scrobble", "love"])
+check("home: loved Spindle Test Band - Tone C" in out, "scrobble love loves the track playing now")
+loved = lastfm("user.getlovedtracks", user="alice")["lovedtracks"].get("track", [])
+loved = [loved] if isinstance(loved, dict) else loved
+check(any(t.get("name") == "Tone C" for t in loved), "the server has it among alice's loved tracks")
 mpris("Play")
 c = wait_for(lambda: plays_of("alice", "Tone C"), 10)
 sig_c = signal_time("Tone C") or t1
