@@ -15,9 +15,8 @@ BIN = os.environ["SPINDLE_BIN"]
 PLUGIN = os.environ.get("MPRIS_PLUGIN", "/usr/lib/mpv-mpris/mpris.so")
 SPEED = 4
 W = tempfile.mkdtemp(prefix="spindle-scrobbler-e2e-")
-ENV = dict(os.environ, XDG_CONFIG_HOME=f"{W}/config", XDG_STATE_HOME=f"{W}/state",
-           SPINDLE_SCROBBLE_CONFIG="")
-ENV.pop("SPINDLE_SCROBBLE_CONFIG")
+ENV = dict(os.environ, XDG_CONFIG_HOME=f"{W}/config", XDG_STATE_HOME=f"{W}/state")
+ENV.pop("SPINDLE_SCROBBLE_CONFIG", None)  # the test's own scrobble.toml, not the caller's
 started = []  # processes we started, killed at the end by pid
 failures = []
 
