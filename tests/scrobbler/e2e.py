@@ -9,7 +9,7 @@ Environment: SPINDLE_BIN (the binary), MPRIS_PLUGIN (mpv-mpris's .so).
 Tracks are 40 s played at --speed=4 (the rules count time x Rate), so a
 play needs 20 s of media, 5 s of wall time.
 """
-import json, os, re, signal, subprocess, sys, tempfile, threading, time, urllib.parse, urllib.request
+import json, os, re, shutil, signal, subprocess, sys, tempfile, threading, time, urllib.parse, urllib.request
 
 BIN = os.environ["SPINDLE_BIN"]
 PLUGIN = os.environ.get("MPRIS_PLUGIN", "/usr/lib/mpv-mpris/mpris.so")
@@ -291,3 +291,4 @@ if failures:
     print(f"0 passed, {len(failures)} failed: {failures}")
     sys.exit(1)
 print("scrobbler end to end: all checks passed")
+shutil.rmtree(W, ignore_errors=True)
