@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rusqlite::types::ValueRef as SqlValue;
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 use spindle_query::SourcePref;
 use spindle_store::{Db, ValueRef};
 
@@ -212,12 +212,58 @@ trait Contestant {
     fn time(&mut self, qi: usize, pattern: &str) -> Result<(f64, Option<f64>, usize), BenchError>;
 }
 
-/// A fetched value, owned (SQLite hands out rows one step at a time).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Val {
+/// A fetched value, copied out of SQLite (which hands out a row only
+/// until the next step): an integer, or a string in the result's text
+/// buffer (offset, length) — one buffer per result, not one allocation
+/// per string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cell {
     Int(i64),
-    Str(String),
+    Str(u32, u32),
 }
+
+/// The rows of one SQLite query: per entry, the best (rank, value) of
+/// each field.
+/// One entry of a result: its id and, per field, the best (rank, value).
+type SqlRow = (u32, [Option<(i64, Cell)>; 5]);
+
+#[derive(Debug, Default)]
+struct SqlResult {
+    rows: Vec<SqlRow>,
+    text: String,
+    /// Positions in `rows`, in entry-id order.
+    order: Vec<u32>,
+}
+
+impl SqlResult {
+    fn value(&self, c: &Option<(i64, Cell)>) -> Option<ValueRef<'_>> {
+        c.map(|(_, v)| match v {
+            Cell::Int(i) => ValueRef::Int(i),
+            Cell::Str(at, len) => ValueRef::Str(&self.text[at as usize..(at + len) as usize]),
+        })
+    }
+}
+
+/// A multiplicative hash for entry ids (std's SipHash is built for
+/// untrusted keys; these are not).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IdMap = HashMap<u32, u32, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// FNV-1a over the rows, so three contestants can be compared by hash.
 #[derive(Debug, Clone, Copy)]
@@ -347,12 +393,12 @@ struct SqlSide {
     statements: Vec<String>,
     /// Tuned: key id → field position.
     field_of_key: Vec<Option<usize>>,
+    /// Entry id → position in the result being built (`u32::MAX`: none);
+    /// reset after each query, so it costs O(result), not O(library).
+    pos: Vec<u32>,
     open_us: f64,
     warm_us: f64,
 }
-
-/// One result row under construction: per field, (rank, value).
-type SqlRow = (u32, [Option<(i64, Val)>; 5]);
 
 impl SqlSide {
     fn open(path: &Path, layout: Layout) -> Result<SqlSide, BenchError> {
@@ -360,9 +406,10 @@ impl SqlSide {
         let file_kib = std::fs::metadata(path)?.len() / 1024;
         let conn = Connection::open(path)?;
         // A page cache that holds the whole file: Spindle keeps all its
-        // data in memory, so SQLite may too (up to 4 GiB; beyond that the
-        // kernel's page cache still holds the file).
-        let cache_kib = (file_kib + file_kib / 8 + 1024).min(4 << 20);
+        // data in memory, so SQLite may too (up to 8 GiB, which holds the
+        // tuned file of a million entries; beyond that the kernel's page
+        // cache still holds the file).
+        let cache_kib = (file_kib + file_kib / 8 + 1024).min(8 << 20);
         conn.execute_batch(&format!(
             "PRAGMA cache_size = -{cache_kib}; PRAGMA temp_store = MEMORY;"
         ))?;
@@ -421,33 +468,62 @@ impl SqlSide {
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<Result<_, _>>()?;
         for (kind, name, table) in objects {
+            // `count(*)` may count any index of a table (SQLite picks the
+            // smallest, even under INDEXED BY), so an index is read with a
+            // range over its first column instead.
             let sql = if kind == "table" {
                 format!("SELECT count(*) FROM \"{name}\" NOT INDEXED")
             } else {
-                format!("SELECT count(*) FROM \"{table}\" INDEXED BY \"{name}\"")
+                let first: Option<String> = conn
+                    .query_row(
+                        &format!(
+                            "SELECT name FROM pragma_index_info('{name}') ORDER BY seqno LIMIT 1"
+                        ),
+                        [],
+                        |r| r.get(0),
+                    )
+                    .optional()?
+                    .flatten();
+                let Some(col) = first else { continue };
+                format!(
+                    "SELECT sum(1) FROM \"{table}\" INDEXED BY \"{name}\" WHERE \"{col}\" IS NOT NULL"
+                )
             };
-            // An index the planner cannot scan alone is skipped.
+            // An index the planner cannot scan this way is skipped.
             if let Ok(mut stmt) = conn.prepare(&sql) {
-                stmt.query_row([], |r| r.get::<_, i64>(0))?;
+                stmt.query_row([], |r| r.get::<_, Option<i64>>(0))?;
             }
         }
         let warm_us = t.elapsed().as_secs_f64() * 1e6;
+        let max_id: Option<i64> = conn.query_row(
+            match layout {
+                Layout::Tuned => "SELECT max(id) FROM entry",
+                Layout::Xmms2 => "SELECT max(id) FROM Media",
+            },
+            [],
+            |r| r.get(0),
+        )?;
+        let pos = vec![u32::MAX; max_id.map_or(0, |m| m.clamp(0, 1 << 28) as usize + 1)];
         Ok(SqlSide {
             conn,
             layout,
             statements,
             field_of_key,
+            pos,
             open_us,
             warm_us,
         })
     }
 
-    fn run(&self, qi: usize) -> Result<Vec<SqlRow>, BenchError> {
+    fn run(&mut self, qi: usize) -> Result<SqlResult, BenchError> {
         let mut stmt = self.conn.prepare_cached(&self.statements[qi])?;
         let mut rows = stmt.query([])?;
-        let mut out: Vec<SqlRow> = Vec::new();
-        // Rows come in index order, not entry order: entry → position.
-        let mut at: HashMap<u32, usize> = HashMap::new();
+        let mut out = SqlResult::default();
+        // Rows come grouped by entry (joins) or by key (`*`), not in entry
+        // order: entry → position via a dense table (ids past its end, if
+        // any, through a hash map).
+        let pos = &mut self.pos;
+        let mut far = IdMap::default();
         while let Some(row) = rows.next()? {
             let entry = row.get::<_, i64>(0)? as u32;
             let field = match self.layout {
@@ -462,12 +538,16 @@ impl SqlSide {
             };
             let Some(field) = field else { continue };
             let rank: i64 = row.get(2)?;
-            let i = *at.entry(entry).or_insert_with(|| {
-                out.push((entry, Default::default()));
-                out.len() - 1
-            });
-            let slot = &mut out[i].1[field];
-            if slot.as_ref().is_some_and(|(r, _)| *r <= rank) {
+            let slot: &mut u32 = match pos.get_mut(entry as usize) {
+                Some(p) => p,
+                None => far.entry(entry).or_insert(u32::MAX),
+            };
+            if *slot == u32::MAX {
+                out.rows.push((entry, Default::default()));
+                *slot = (out.rows.len() - 1) as u32;
+            }
+            let i = *slot as usize;
+            if out.rows[i].1[field].is_some_and(|(r, _)| r <= rank) {
                 continue;
             }
             let value = match self.layout {
@@ -477,34 +557,69 @@ impl SqlSide {
                     _ => row.get_ref(3)?,
                 },
             };
-            let value = match value {
-                SqlValue::Integer(i) => Val::Int(i),
-                SqlValue::Text(t) => Val::Str(String::from_utf8_lossy(t).into_owned()),
-                other => Val::Str(format!("{other:?}")),
+            let cell = match value {
+                SqlValue::Integer(i) => Cell::Int(i),
+                SqlValue::Text(t) => {
+                    let start = out.text.len() as u32;
+                    match std::str::from_utf8(t) {
+                        Ok(s) => out.text.push_str(s),
+                        Err(_) => out.text.push_str(&String::from_utf8_lossy(t)),
+                    }
+                    Cell::Str(start, out.text.len() as u32 - start)
+                }
+                other => {
+                    let start = out.text.len() as u32;
+                    out.text.push_str(&format!("{other:?}"));
+                    Cell::Str(start, out.text.len() as u32 - start)
+                }
             };
-            *slot = Some((rank, value));
+            out.rows[i].1[field] = Some((rank, cell));
         }
-        out.sort_unstable_by_key(|r| r.0);
+        for (entry, _) in &out.rows {
+            if let Some(p) = pos.get_mut(*entry as usize) {
+                *p = u32::MAX;
+            }
+        }
+        // Entry order, by sorting 8-byte keys rather than the rows.
+        let mut order: Vec<(u32, u32)> = out
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.0, i as u32))
+            .collect();
+        order.sort_unstable();
+        out.order = order.into_iter().map(|(_, i)| i).collect();
         Ok(out)
     }
 }
 
 /// The SQL a SQLite contestant runs for the seven queries, as prepared
-/// against the loaded file in `work_dir`.
-pub fn sql_statements(work_dir: &Path, side: Side) -> Result<Vec<String>, BenchError> {
+/// against the loaded file in `work_dir`, each with SQLite's plan for it
+/// (`EXPLAIN QUERY PLAN`, one step per line).
+pub fn sql_statements(work_dir: &Path, side: Side) -> Result<Vec<(String, String)>, BenchError> {
     let layout = match side {
         Side::Spindle => return Ok(Vec::new()),
         Side::Tuned => Layout::Tuned,
         Side::Xmms2 => Layout::Xmms2,
     };
-    Ok(SqlSide::open(&side.path(work_dir), layout)?.statements)
-}
-
-fn as_ref(v: &Option<(i64, Val)>) -> Option<ValueRef<'_>> {
-    v.as_ref().map(|(_, v)| match v {
-        Val::Int(i) => ValueRef::Int(*i),
-        Val::Str(s) => ValueRef::Str(s),
-    })
+    let s = SqlSide::open(&side.path(work_dir), layout)?;
+    let mut out = Vec::new();
+    for sql in &s.statements {
+        let mut stmt = s.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+        let steps: Vec<(i64, i64, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(3)?)))?
+            .collect::<Result<_, _>>()?;
+        // Indent each step under its parent.
+        let mut depth: HashMap<i64, usize> = HashMap::new();
+        let mut plan = String::new();
+        for (id, parent, detail) in steps {
+            let d = depth.get(&parent).map_or(0, |d| d + 1);
+            depth.insert(id, d);
+            plan.push_str(&format!("{}{detail}\n", "  ".repeat(d)));
+        }
+        out.push((sql.clone(), plan));
+    }
+    Ok(out)
 }
 
 impl Contestant for SqlSide {
@@ -518,28 +633,29 @@ impl Contestant for SqlSide {
         _pattern: &str,
         dump: Option<&mut Vec<String>>,
     ) -> Result<(u64, usize), BenchError> {
-        let rows = self.run(qi)?;
+        let res = self.run(qi)?;
+        let sorted = || res.order.iter().map(|&i| &res.rows[i as usize]);
         let mut h = RowHash::new();
-        for (id, vals) in &rows {
+        for (id, vals) in sorted() {
             h.id(*id);
             for v in vals {
-                h.value(as_ref(v));
+                h.value(res.value(v));
             }
         }
         if let Some(out) = dump {
-            out.extend(rows.iter().map(|(id, vals)| {
-                let refs: Vec<Option<ValueRef<'_>>> = vals.iter().map(as_ref).collect();
+            out.extend(sorted().map(|(id, vals)| {
+                let refs: Vec<Option<ValueRef<'_>>> = vals.iter().map(|v| res.value(v)).collect();
                 dump_line(*id, &refs)
             }));
         }
-        Ok((h.0, rows.len()))
+        Ok((h.0, res.rows.len()))
     }
 
     fn time(&mut self, qi: usize, _pattern: &str) -> Result<(f64, Option<f64>, usize), BenchError> {
         let t0 = Instant::now();
-        let rows = self.run(qi)?;
-        let n = black_box(&rows).len();
-        drop(rows);
+        let res = self.run(qi)?;
+        let n = black_box(&res).rows.len();
+        drop(res);
         Ok((t0.elapsed().as_secs_f64() * 1e6, None, n))
     }
 }

@@ -49,7 +49,8 @@ pub struct LibraryArgs {
     /// Print the reports as JSON instead of Markdown tables.
     #[arg(long)]
     pub json: bool,
-    /// Also print the SQL each SQLite layout runs for the seven queries.
+    /// Also print the SQL each SQLite layout runs for the seven queries,
+    /// with SQLite's query plans.
     #[arg(long)]
     pub show_sql: bool,
 }
@@ -107,11 +108,15 @@ fn library(args: &LibraryArgs) -> anyhow::Result<()> {
         if args.show_sql && result.is_ok() {
             for side in sides.iter().filter(|s| **s != Side::Spindle) {
                 println!("-- {}", side.label());
-                for (q, sql) in spindle_bench::QUERIES
+                for (q, (sql, plan)) in spindle_bench::QUERIES
                     .iter()
                     .zip(spindle_bench::sql_statements(&work, *side)?)
                 {
-                    println!("-- {q}\n{sql};\n");
+                    println!("-- {q}\n{sql};");
+                    for line in plan.lines() {
+                        println!("--   {line}");
+                    }
+                    println!();
                 }
             }
         }
