@@ -308,24 +308,63 @@ pub fn run(cmd: &DbCommand, dir: &Path) -> anyhow::Result<ExitCode> {
             }
         }
         DbCommand::ImportXmms2 { file } => {
-            let _ = file;
-            bail!("import-xmms2 is not built yet");
+            let db = open_write(dir)?;
+            import_with_progress(&db, file, "xmms2", "XMMS2 entries", |d, f, o, p| {
+                spindle_media::import_xmms2(d, f, o, p).map_err(Into::into)
+            })?;
         }
         DbCommand::ImportBeets { file } => {
             let db = open_write(dir)?;
-            let opts = spindle_media::ImportOptions::new("beets");
-            let r = spindle_media::import_beets(&db, file, &opts, &mut |_| {})
-                .with_context(|| format!("importing {}", file.display()))?;
-            for note in &r.notes {
-                eprintln!("spindle: note: {note}");
-            }
-            println!(
-                "imported {} beets items: {} created, {} updated, {} unchanged",
-                r.entries, r.created, r.updated, r.unchanged
-            );
+            import_with_progress(&db, file, "beets", "beets items", |d, f, o, p| {
+                spindle_media::import_beets(d, f, o, p).map_err(Into::into)
+            })?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+type Importer = fn(
+    &spindle_store::Db,
+    &Path,
+    &spindle_media::ImportOptions,
+    &mut dyn FnMut(&spindle_media::Progress),
+) -> anyhow::Result<spindle_media::ImportReport>;
+
+/// Runs an importer with a progress bar on stderr (hidden when stderr is
+/// not a terminal) and prints what it did.
+fn import_with_progress(
+    db: &spindle_store::Db,
+    file: &Path,
+    origin: &str,
+    what: &str,
+    import: Importer,
+) -> anyhow::Result<()> {
+    let opts = spindle_media::ImportOptions::new(origin);
+    let bar = indicatif::ProgressBar::with_draw_target(
+        None,
+        indicatif::ProgressDrawTarget::stderr_with_hz(4),
+    );
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {pos}/{len} {msg} [{elapsed}]")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    bar.set_message(format!("{what} imported"));
+    let r = import(db, file, &opts, &mut |p| {
+        if let Some(t) = p.total {
+            bar.set_length(t);
+        }
+        bar.set_position(p.entries);
+    });
+    bar.finish_and_clear();
+    let r = r.with_context(|| format!("importing {}", file.display()))?;
+    for note in &r.notes {
+        eprintln!("spindle: note: {note}");
+    }
+    println!(
+        "imported {} {what}: {} created, {} updated, {} unchanged",
+        r.entries, r.created, r.updated, r.unchanged
+    );
+    Ok(())
 }
 
 fn read_input(file: &Path) -> anyhow::Result<String> {
