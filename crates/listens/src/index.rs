@@ -185,6 +185,22 @@ pub struct Chart {
     pub total: usize,
 }
 
+/// Which listens a chart counts, and which page of it.
+#[derive(Debug, Clone, Default)]
+pub struct ChartQuery<'a> {
+    /// Only listens at or after this time.
+    pub from: Option<i64>,
+    /// Only listens at or before this time.
+    pub to: Option<i64>,
+    /// Only this artist's rows (its albums or tracks), matched as charts
+    /// match names: normalised.
+    pub artist: Option<&'a str>,
+    /// Page size.
+    pub limit: usize,
+    /// 1-based page.
+    pub page: usize,
+}
+
 /// Which listens `recent` returns.
 #[derive(Debug, Clone, Default)]
 pub struct RecentQuery {
@@ -359,9 +375,7 @@ impl Index {
         Page { listens, total }
     }
 
-    /// A chart since `since` (everything when `None`): whole days come
-    /// from the day buckets; the part of the first day after `since` is
-    /// counted from the time index (at most one day of listens).
+    /// A chart since `since` (everything when `None`).
     pub(crate) fn top(
         &self,
         user: &str,
@@ -370,33 +384,89 @@ impl Index {
         limit: usize,
         page: usize,
     ) -> Chart {
-        let Some(u) = self.user(user) else {
-            return Chart {
-                rows: Vec::new(),
-                total: 0,
-            };
+        self.chart(
+            user,
+            kind,
+            &ChartQuery {
+                from: since,
+                limit,
+                page,
+                ..ChartQuery::default()
+            },
+        )
+    }
+
+    /// A chart of the listens in `[q.from, q.to]`: whole days inside the
+    /// range come from the day buckets; the parts of the first and last
+    /// days are counted from the time index (at most two days of
+    /// listens). With `q.artist`, only that artist's keys count.
+    pub(crate) fn chart(&self, user: &str, kind: ChartKind, q: &ChartQuery<'_>) -> Chart {
+        let empty = Chart {
+            rows: Vec::new(),
+            total: 0,
         };
-        let mut counts: Vec<((u32, u32), u32)> = match since {
-            None => collect(&u.total, kind),
-            Some(since) => {
-                let first_day = since.div_euclid(DAY);
-                let mut acc: IdMap<(u32, u32), u32> = IdMap::default();
-                for (_, c) in u.days.range(first_day + 1..) {
-                    for (k, n) in collect(c, kind) {
-                        *acc.entry(k).or_default() += n;
+        let Some(u) = self.user(user) else {
+            return empty;
+        };
+        let only = match q.artist {
+            Some(a) => match self.strs.get(&normalise(a)) {
+                Some(id) => Some(id),
+                None => return empty,
+            },
+            None => None,
+        };
+        let keep = |k: &(u32, u32)| only.is_none_or(|a| k.0 == a);
+        let mut counts: Vec<((u32, u32), u32)> = match (q.from, q.to) {
+            (None, None) => {
+                let mut v = Vec::new();
+                each(&u.total, kind, |k, n| {
+                    if keep(&k) {
+                        v.push((k, n));
                     }
-                }
-                let end = (first_day + 1) * DAY;
-                for &(_, i) in u.by_time.range((since, 0)..(end, 0)) {
-                    if let Some(r) = self.recs.get(i as usize) {
-                        if let Some(k) = self.chart_key(r, kind) {
-                            *acc.entry(k).or_default() += 1;
+                });
+                v
+            }
+            (from, to) => {
+                let lo = from.unwrap_or(i64::MIN);
+                let hi = to.unwrap_or(i64::MAX);
+                let mut acc: IdMap<(u32, u32), u32> = IdMap::default();
+                let mut from_recs = |a: i64, b: i64| {
+                    for &(_, i) in u.by_time.range((a, 0)..=(b, u32::MAX)) {
+                        if let Some(r) = self.recs.get(i as usize) {
+                            if let Some(k) = self.chart_key(r, kind) {
+                                if keep(&k) {
+                                    *acc.entry(k).or_default() += 1;
+                                }
+                            }
+                        }
+                    }
+                };
+                if lo <= hi {
+                    // Days d with d*DAY >= lo and (d+1)*DAY - 1 <= hi.
+                    let first_full = lo.div_euclid(DAY) + i64::from(lo.rem_euclid(DAY) != 0);
+                    let last_full = hi.saturating_add(1).div_euclid(DAY) - 1;
+                    if first_full > last_full {
+                        from_recs(lo, hi);
+                    } else {
+                        if lo < first_full * DAY {
+                            from_recs(lo, first_full * DAY - 1);
+                        }
+                        if (last_full + 1) * DAY <= hi {
+                            from_recs((last_full + 1) * DAY, hi);
+                        }
+                        for (_, c) in u.days.range(first_full..=last_full) {
+                            each(c, kind, |k, n| {
+                                if keep(&k) {
+                                    *acc.entry(k).or_default() += n;
+                                }
+                            });
                         }
                     }
                 }
                 acc.into_iter().collect()
             }
         };
+        let (limit, page) = (q.limit, q.page);
         let total = counts.len();
         let skip = page.saturating_sub(1).saturating_mul(limit);
         let want = skip.saturating_add(limit).min(total);
@@ -506,10 +576,11 @@ impl Index {
     }
 }
 
-fn collect(c: &Counts, kind: ChartKind) -> Vec<((u32, u32), u32)> {
+/// Calls `f` with every (key, count) of one kind in `c`.
+fn each(c: &Counts, kind: ChartKind, mut f: impl FnMut((u32, u32), u32)) {
     match kind {
-        ChartKind::Artists => c.artists.iter().map(|(&a, &n)| ((a, a), n)).collect(),
-        ChartKind::Albums => c.albums.iter().map(|(&k, &n)| (k, n)).collect(),
-        ChartKind::Tracks => c.tracks.iter().map(|(&k, &n)| (k, n)).collect(),
+        ChartKind::Artists => c.artists.iter().for_each(|(&a, &n)| f((a, a), n)),
+        ChartKind::Albums => c.albums.iter().for_each(|(&k, &n)| f(k, n)),
+        ChartKind::Tracks => c.tracks.iter().for_each(|(&k, &n)| f(k, n)),
     }
 }

@@ -40,7 +40,7 @@ mod store;
 
 pub use error::{AppendError, OpenError};
 pub use import::{parse_export, ImportError};
-pub use index::{Chart, ChartKind, ChartRow, Loved, Page, RecentQuery, UserSummary};
+pub use index::{Chart, ChartKind, ChartQuery, ChartRow, Loved, Page, RecentQuery, UserSummary};
 pub use model::{Event, Listen};
 pub use normalise::normalise;
 pub use store::{Listens, OpenReport, Submitted, LOG_FILE};

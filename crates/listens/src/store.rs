@@ -9,7 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::batch::{DedupeHasher, Prepared, Seen};
 use crate::error::{AppendError, OpenError};
-use crate::index::{Chart, ChartKind, Index, Loved, Page, RecentQuery, UserSummary};
+use crate::index::{Chart, ChartKind, ChartQuery, Index, Loved, Page, RecentQuery, UserSummary};
 use crate::log::GroupLog;
 use crate::model::{encode_listen, encode_love, EventRef, Listen};
 
@@ -177,6 +177,12 @@ impl Listens {
         self.index().top(user, kind, since, limit, page)
     }
 
+    /// Top artists, albums or tracks of a user between two times (either
+    /// end open), optionally of one artist only, ranked by plays, paged.
+    pub fn chart(&self, user: &str, kind: ChartKind, q: &ChartQuery<'_>) -> Chart {
+        self.index().chart(user, kind, q)
+    }
+
     /// Listens per UTC day (day start, count), oldest first.
     pub fn per_day(&self, user: &str, since: Option<i64>) -> Vec<(i64, u32)> {
         self.index().per_day(user, since)
@@ -297,6 +303,95 @@ mod tests {
         assert_eq!(tracks.rows.iter().map(|r| r.playcount).sum::<u32>(), 3000);
         let days = s.per_day("u", None);
         assert_eq!(days.iter().map(|d| d.1).sum::<u32>(), 3000);
+    }
+
+    /// Charts between two times, of every kind and of one artist, equal a
+    /// naive count, including ranges inside one day, across day edges and
+    /// with either end open.
+    #[test]
+    fn charts_between_two_times_match_a_naive_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = Listens::open(dir.path()).unwrap();
+        let base = 1_700_000_000 - 1_700_000_000 % DAY;
+        let mut all = Vec::new();
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            seed >> 33
+        };
+        for _ in 0..2000 {
+            let (a, t, ts) = (
+                next() % 9,
+                next() % 6,
+                base + (next() % (20 * DAY as u64)) as i64,
+            );
+            all.push(l(
+                "u",
+                ts,
+                &format!("Artist {a}"),
+                &format!("T{t}"),
+                &format!("Al{}", t % 3),
+            ));
+        }
+        // Listens on the edges of days, where an off-by-one would show.
+        for d in 0..20 {
+            for off in [-1, 0, 1] {
+                all.push(l("u", base + d * DAY + off, "Edge", "E", "Al0"));
+            }
+        }
+        s.submit(&all).unwrap();
+        let mut ranges = vec![
+            (Some(base + 4 * DAY), Some(base + 6 * DAY - 1)),
+            (Some(base + 4 * DAY - 1), Some(base + 6 * DAY)),
+            (Some(base + 4 * DAY + 1), Some(base + 6 * DAY - 2)),
+            (None, None),
+            (Some(base + 3 * DAY), Some(base + 3 * DAY + 100)),
+            (Some(base + 3 * DAY + 7), Some(base + 4 * DAY + 3)),
+            (Some(base + 2 * DAY), Some(base + 9 * DAY - 1)),
+            (None, Some(base + 5 * DAY + 11)),
+            (Some(base + 15 * DAY + 5), None),
+            (Some(base + 9 * DAY), Some(base + 8 * DAY)),
+        ];
+        for _ in 0..30 {
+            let a = base + (next() % (21 * DAY as u64)) as i64;
+            let b = a + (next() % (6 * DAY as u64)) as i64;
+            ranges.push((Some(a), Some(b)));
+        }
+        for (from, to) in ranges {
+            for artist in [None, Some("artist 3")] {
+                for kind in [ChartKind::Artists, ChartKind::Albums, ChartKind::Tracks] {
+                    let q = ChartQuery {
+                        from,
+                        to,
+                        artist,
+                        limit: 1000,
+                        page: 1,
+                    };
+                    let chart = s.chart("u", kind, &q);
+                    let mut naive: HashMap<(String, String), u32> = HashMap::new();
+                    for x in &all {
+                        let inside = from.is_none_or(|f| x.timestamp >= f)
+                            && to.is_none_or(|t| x.timestamp <= t)
+                            && artist.is_none_or(|a| x.artist.to_lowercase() == a);
+                        if inside {
+                            let key = match kind {
+                                ChartKind::Artists => (x.artist.clone(), String::new()),
+                                ChartKind::Albums => (x.album.clone(), x.artist.clone()),
+                                ChartKind::Tracks => (x.title.clone(), x.artist.clone()),
+                            };
+                            *naive.entry(key).or_default() += 1;
+                        }
+                    }
+                    let got: HashMap<(String, String), u32> = chart
+                        .rows
+                        .iter()
+                        .map(|r| ((r.name.clone(), r.artist.clone()), r.playcount))
+                        .collect();
+                    assert_eq!(got, naive, "{kind:?} {from:?}..{to:?} {artist:?}");
+                    assert_eq!(chart.total, naive.len());
+                }
+            }
+        }
     }
 
     use std::collections::HashMap;
