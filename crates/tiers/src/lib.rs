@@ -5,3 +5,18 @@
 //! popular tracks, chosen by an admission and eviction policy fed by
 //! stream requests and the listening history. Reads pick among the
 //! copies by measured latency.
+#![forbid(unsafe_code)]
+
+// The runtime: devices, the hot folder, cold replicas, latency-aware reads.
+pub mod config;
+pub mod device;
+pub mod hot;
+pub mod latency;
+pub mod pins;
+pub mod placement;
+pub mod replica;
+pub mod runtime;
+pub mod s3;
+
+pub use config::TiersConfig;
+pub use runtime::{Status, TierStream, Tiers, TrackRef};

@@ -1,0 +1,608 @@
+//! Devices: where copies of tracks live. A [`Backend`] opens a track by
+//! its key at a byte offset, stores, probes and deletes copies. Two real
+//! kinds — [`Folder`] (a local folder: a music folder, an archive disk,
+//! the hot folder) and [`S3Device`] (a bucket) — and [`Throttled`], a
+//! wrapper that models a busy disk for the device-choice benchmark and
+//! the failover tests.
+//!
+//! A key is a relative path with `/` separators (the track's path below
+//! its music folder); keys with `..`, a leading `/` or NUL are refused.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+
+use crate::s3::{S3Client, S3Error};
+
+/// Bytes per chunk read from a file.
+pub const CHUNK: usize = 64 * 1024;
+
+/// Why a device could not serve or store a copy.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    #[error("{device}: {key}: no such copy")]
+    NotFound { device: String, key: String },
+    #[error("{device}: {key}: {source}")]
+    Io {
+        device: String,
+        key: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{device}: {source}")]
+    S3 {
+        device: String,
+        #[source]
+        source: S3Error,
+    },
+    #[error("{device}: refused key {key:?} (not a relative path)")]
+    BadKey { device: String, key: String },
+    #[error("{device}: device is read-only")]
+    ReadOnly { device: String },
+}
+
+impl DeviceError {
+    /// A missing copy, as opposed to a device that misbehaves.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, DeviceError::NotFound { .. })
+            || matches!(
+                self,
+                DeviceError::S3 {
+                    source: S3Error::NotFound { .. },
+                    ..
+                }
+            )
+    }
+}
+
+/// Whether `key` is a safe relative path.
+pub fn key_is_safe(key: &str) -> bool {
+    !key.is_empty()
+        && !key.starts_with('/')
+        && !key.contains('\0')
+        && !key.contains('\\')
+        && key
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..")
+}
+
+/// An open copy: the total length of the object and a reader positioned
+/// at the requested offset.
+pub struct Opened {
+    pub len: u64,
+    pub reader: Reader,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opened")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads a copy chunk by chunk.
+pub enum Reader {
+    File {
+        file: tokio::fs::File,
+        left: u64,
+    },
+    Http {
+        response: reqwest::Response,
+        client: Arc<S3Client>,
+        endpoint: usize,
+    },
+    /// Fault injection: the inner reader, failing once `left` more bytes
+    /// have been returned.
+    FailAfter {
+        inner: Box<Reader>,
+        left: u64,
+    },
+    /// Fault injection: the inner reader, waiting `delay` before each chunk.
+    Slow {
+        inner: Box<Reader>,
+        delay: Duration,
+    },
+}
+
+impl Reader {
+    /// The next chunk, `None` at the end.
+    pub fn next_chunk(&mut self) -> BoxFuture<'_, std::io::Result<Option<Bytes>>> {
+        Box::pin(async move {
+            match self {
+                Reader::File { file, left } => {
+                    if *left == 0 {
+                        return Ok(None);
+                    }
+                    let want = (*left).min(CHUNK as u64) as usize;
+                    let mut buf = vec![0u8; want];
+                    let n = file.read(&mut buf).await?;
+                    if n == 0 {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            "the file is shorter than it was",
+                        ));
+                    }
+                    buf.truncate(n);
+                    *left -= n as u64;
+                    Ok(Some(Bytes::from(buf)))
+                }
+                Reader::Http {
+                    response,
+                    client,
+                    endpoint,
+                } => match response.chunk().await {
+                    Ok(c) => Ok(c),
+                    Err(e) => {
+                        client.mark_down(*endpoint);
+                        Err(std::io::Error::other(e))
+                    }
+                },
+                Reader::FailAfter { inner, left } => {
+                    if *left == 0 {
+                        return Err(std::io::Error::other("injected failure"));
+                    }
+                    match inner.next_chunk().await? {
+                        Some(mut c) => {
+                            if c.len() as u64 > *left {
+                                c.truncate(*left as usize);
+                            }
+                            *left -= c.len() as u64;
+                            Ok(Some(c))
+                        }
+                        None => Ok(None),
+                    }
+                }
+                Reader::Slow { inner, delay } => {
+                    tokio::time::sleep(*delay).await;
+                    inner.next_chunk().await
+                }
+            }
+        })
+    }
+}
+
+/// A device's storage back end.
+pub trait Backend: Send + Sync + 'static {
+    /// `folder`, `s3`, …
+    fn kind(&self) -> &'static str;
+    /// The folder, for a local device (to find its block device).
+    fn local_path(&self) -> Option<&Path> {
+        None
+    }
+    /// Opens the copy of `key` at `offset`.
+    fn open<'a>(&'a self, key: &'a str, offset: u64) -> BoxFuture<'a, Result<Opened, DeviceError>>;
+    /// Stores the file at `src` as `key`; returns its length.
+    fn put<'a>(&'a self, key: &'a str, src: &'a Path) -> BoxFuture<'a, Result<u64, DeviceError>>;
+    /// The length of the copy of `key`, `None` when there is none.
+    fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<u64>, DeviceError>>;
+    /// Removes the copy of `key`.
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), DeviceError>>;
+    /// Whether the device can be used at all right now (an S3 device with
+    /// every endpoint marked down cannot).
+    fn reachable(&self) -> bool {
+        true
+    }
+    /// Time the device has had a request in service, where the back end
+    /// counts it itself ([`Throttled`]); `None` means: read
+    /// `/proc/diskstats`.
+    fn busy(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// A local folder.
+pub struct Folder {
+    name: String,
+    root: PathBuf,
+    writable: bool,
+}
+
+impl Folder {
+    pub fn new(name: &str, root: PathBuf, writable: bool) -> Folder {
+        Folder {
+            name: name.to_owned(),
+            root,
+            writable,
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path_of(&self, key: &str) -> Result<PathBuf, DeviceError> {
+        if !key_is_safe(key) {
+            return Err(DeviceError::BadKey {
+                device: self.name.clone(),
+                key: key.to_owned(),
+            });
+        }
+        Ok(self.root.join(key))
+    }
+
+    fn io(&self, key: &str, source: std::io::Error) -> DeviceError {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            DeviceError::NotFound {
+                device: self.name.clone(),
+                key: key.to_owned(),
+            }
+        } else {
+            DeviceError::Io {
+                device: self.name.clone(),
+                key: key.to_owned(),
+                source,
+            }
+        }
+    }
+}
+
+impl Backend for Folder {
+    fn kind(&self) -> &'static str {
+        "folder"
+    }
+
+    fn local_path(&self) -> Option<&Path> {
+        Some(&self.root)
+    }
+
+    fn open<'a>(&'a self, key: &'a str, offset: u64) -> BoxFuture<'a, Result<Opened, DeviceError>> {
+        Box::pin(async move {
+            let path = self.path_of(key)?;
+            let mut file = tokio::fs::File::open(&path)
+                .await
+                .map_err(|e| self.io(key, e))?;
+            let len = file.metadata().await.map_err(|e| self.io(key, e))?.len();
+            if offset > 0 {
+                file.seek(std::io::SeekFrom::Start(offset.min(len)))
+                    .await
+                    .map_err(|e| self.io(key, e))?;
+            }
+            Ok(Opened {
+                len,
+                reader: Reader::File {
+                    file,
+                    left: len.saturating_sub(offset),
+                },
+            })
+        })
+    }
+
+    fn put<'a>(&'a self, key: &'a str, src: &'a Path) -> BoxFuture<'a, Result<u64, DeviceError>> {
+        Box::pin(async move {
+            if !self.writable {
+                return Err(DeviceError::ReadOnly {
+                    device: self.name.clone(),
+                });
+            }
+            let dst = self.path_of(key)?;
+            if let Some(p) = dst.parent() {
+                tokio::fs::create_dir_all(p)
+                    .await
+                    .map_err(|e| self.io(key, e))?;
+            }
+            // A temporary name, fsynced, then renamed: a crash leaves no
+            // partial copy under the key.
+            let tmp = dst.with_file_name(format!(
+                ".{}.spindle-tmp",
+                dst.file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            ));
+            let n = tokio::fs::copy(src, &tmp)
+                .await
+                .map_err(|e| self.io(key, e))?;
+            let f = tokio::fs::File::open(&tmp)
+                .await
+                .map_err(|e| self.io(key, e))?;
+            f.sync_all().await.map_err(|e| self.io(key, e))?;
+            tokio::fs::rename(&tmp, &dst)
+                .await
+                .map_err(|e| self.io(key, e))?;
+            Ok(n)
+        })
+    }
+
+    fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<u64>, DeviceError>> {
+        Box::pin(async move {
+            let path = self.path_of(key)?;
+            match tokio::fs::metadata(&path).await {
+                Ok(m) if m.is_file() => Ok(Some(m.len())),
+                Ok(_) => Ok(None),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(self.io(key, e)),
+            }
+        })
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), DeviceError>> {
+        Box::pin(async move {
+            if !self.writable {
+                return Err(DeviceError::ReadOnly {
+                    device: self.name.clone(),
+                });
+            }
+            let path = self.path_of(key)?;
+            match tokio::fs::remove_file(&path).await {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(self.io(key, e)),
+            }
+        })
+    }
+}
+
+/// An S3 bucket.
+pub struct S3Device {
+    name: String,
+    client: Arc<S3Client>,
+}
+
+impl S3Device {
+    pub fn new(name: &str, client: S3Client) -> S3Device {
+        S3Device {
+            name: name.to_owned(),
+            client: Arc::new(client),
+        }
+    }
+
+    pub fn client(&self) -> &S3Client {
+        &self.client
+    }
+
+    fn err(&self, source: S3Error) -> DeviceError {
+        DeviceError::S3 {
+            device: self.name.clone(),
+            source,
+        }
+    }
+
+    fn check(&self, key: &str) -> Result<(), DeviceError> {
+        if key_is_safe(key) {
+            Ok(())
+        } else {
+            Err(DeviceError::BadKey {
+                device: self.name.clone(),
+                key: key.to_owned(),
+            })
+        }
+    }
+}
+
+impl Backend for S3Device {
+    fn kind(&self) -> &'static str {
+        "s3"
+    }
+
+    fn open<'a>(&'a self, key: &'a str, offset: u64) -> BoxFuture<'a, Result<Opened, DeviceError>> {
+        Box::pin(async move {
+            self.check(key)?;
+            let got = self
+                .client
+                .get(key, offset)
+                .await
+                .map_err(|e| self.err(e))?;
+            Ok(Opened {
+                len: got.total,
+                reader: Reader::Http {
+                    response: got.response,
+                    client: self.client.clone(),
+                    endpoint: got.endpoint,
+                },
+            })
+        })
+    }
+
+    fn put<'a>(&'a self, key: &'a str, src: &'a Path) -> BoxFuture<'a, Result<u64, DeviceError>> {
+        Box::pin(async move {
+            self.check(key)?;
+            let data = tokio::fs::read(src)
+                .await
+                .map_err(|source| DeviceError::Io {
+                    device: self.name.clone(),
+                    key: key.to_owned(),
+                    source,
+                })?;
+            let n = data.len() as u64;
+            self.client.put(key, data).await.map_err(|e| self.err(e))?;
+            Ok(n)
+        })
+    }
+
+    fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<u64>, DeviceError>> {
+        Box::pin(async move {
+            self.check(key)?;
+            self.client.head(key).await.map_err(|e| self.err(e))
+        })
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), DeviceError>> {
+        Box::pin(async move {
+            self.check(key)?;
+            self.client.delete(key).await.map_err(|e| self.err(e))
+        })
+    }
+
+    fn reachable(&self) -> bool {
+        self.client.any_up()
+    }
+}
+
+/// How a [`Throttled`] device delays reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Throttle {
+    /// Requests the device serves at once (a disk: 1; an SSD: many).
+    pub parallel: usize,
+    /// Time one request holds a slot before its first byte.
+    pub service: Duration,
+    /// After this many bytes, reads fail (fault injection); `None`: never.
+    pub fail_after: Option<u64>,
+    /// A pause before each chunk (a slow link).
+    pub per_chunk: Duration,
+}
+
+/// A device that queues its requests behind `parallel` slots, each held
+/// for `service` before the first byte: a busy spinning disk (one slot,
+/// 8 ms) or an SSD (32 slots, 0.2 ms). It keeps the busy-time counter a
+/// `%util` reading would come from.
+pub struct Throttled {
+    inner: Arc<dyn Backend>,
+    throttle: Throttle,
+    slots: tokio::sync::Semaphore,
+    in_flight: AtomicUsize,
+    /// Nanoseconds during which at least one request was in service.
+    busy_ns: AtomicU64,
+    busy_since: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl Throttled {
+    pub fn new(inner: Arc<dyn Backend>, throttle: Throttle) -> Throttled {
+        Throttled {
+            inner,
+            slots: tokio::sync::Semaphore::new(throttle.parallel.max(1)),
+            throttle,
+            in_flight: AtomicUsize::new(0),
+            busy_ns: AtomicU64::new(0),
+            busy_since: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Total time the device had a request in service (as iostat's
+    /// `%util` counts: any request, however parallel the device).
+    pub fn busy(&self) -> Duration {
+        let extra = self
+            .busy_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .map_or(0, |t| t.elapsed().as_nanos() as u64);
+        Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed) + extra)
+    }
+
+    fn enter(&self) {
+        if self.in_flight.fetch_add(1, Ordering::SeqCst) == 0 {
+            *self.busy_since.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(std::time::Instant::now());
+        }
+    }
+
+    fn leave(&self) {
+        let mut b = self.busy_since.lock().unwrap_or_else(|e| e.into_inner());
+        if self.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            if let Some(t) = b.take() {
+                self.busy_ns
+                    .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl Backend for Throttled {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+
+    fn local_path(&self) -> Option<&Path> {
+        self.inner.local_path()
+    }
+
+    fn open<'a>(&'a self, key: &'a str, offset: u64) -> BoxFuture<'a, Result<Opened, DeviceError>> {
+        Box::pin(async move {
+            self.enter();
+            let r = async {
+                let _slot = self.slots.acquire().await;
+                tokio::time::sleep(self.throttle.service).await;
+                self.inner.open(key, offset).await
+            }
+            .await;
+            self.leave();
+            let mut o = r?;
+            if let Some(n) = self.throttle.fail_after {
+                o.reader = Reader::FailAfter {
+                    inner: Box::new(o.reader),
+                    left: n.saturating_sub(offset),
+                };
+            }
+            if !self.throttle.per_chunk.is_zero() {
+                o.reader = Reader::Slow {
+                    inner: Box::new(o.reader),
+                    delay: self.throttle.per_chunk,
+                };
+            }
+            Ok(o)
+        })
+    }
+
+    fn put<'a>(&'a self, key: &'a str, src: &'a Path) -> BoxFuture<'a, Result<u64, DeviceError>> {
+        self.inner.put(key, src)
+    }
+
+    fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<u64>, DeviceError>> {
+        self.inner.head(key)
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), DeviceError>> {
+        self.inner.delete(key)
+    }
+
+    fn busy(&self) -> Option<Duration> {
+        Some(Throttled::busy(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsafe_keys_are_refused() {
+        for k in ["a/b.flac", "x.mp3", "A B/c d.ogg"] {
+            assert!(key_is_safe(k), "{k}");
+        }
+        for k in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../b",
+            "a//b",
+            "a/./b",
+            "a\0b",
+            "a\\b",
+        ] {
+            assert!(!key_is_safe(k), "{k:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn folders_read_from_an_offset_and_store_by_rename() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("src.bin");
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&src, &data).unwrap();
+        let f = Folder::new("f", d.path().join("dev"), true);
+        assert_eq!(f.put("a/b.bin", &src).await.unwrap(), 200_000);
+        assert_eq!(f.head("a/b.bin").await.unwrap(), Some(200_000));
+        assert_eq!(f.head("a/c.bin").await.unwrap(), None);
+        let mut o = f.open("a/b.bin", 150_000).await.unwrap();
+        assert_eq!(o.len, 200_000);
+        let mut got = Vec::new();
+        while let Some(c) = o.reader.next_chunk().await.unwrap() {
+            got.extend_from_slice(&c);
+        }
+        assert_eq!(got, &data[150_000..]);
+        assert!(f.open("nope", 0).await.unwrap_err().is_not_found());
+        assert!(matches!(
+            f.open("../x", 0).await,
+            Err(DeviceError::BadKey { .. })
+        ));
+        let ro = Folder::new("ro", d.path().join("dev"), false);
+        assert!(matches!(
+            ro.put("z", &src).await,
+            Err(DeviceError::ReadOnly { .. })
+        ));
+    }
+}

@@ -1,0 +1,1213 @@
+//! [`Tiers`]: the devices at run time. It opens a track on the copy with
+//! the best measured latency and keeps a stream going across device
+//! failures ([`TierStream`]), counts accesses into the hot-tier policy and
+//! promotes and demotes in the background at bounded bandwidth, uploads
+//! copies to reach `mindevcount`, and reports its state ([`Status`]).
+//!
+//! The server needs three calls: [`Tiers::open`] (a stream from a byte
+//! offset, with failover), [`Tiers::record_access`] (one stream request,
+//! for popularity) and [`Tiers::start_background`] (promotion, disk
+//! sampling, the status file).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::config::{ColdKind, DeviceState, TiersConfig};
+use crate::device::{Backend, DeviceError, Folder, Opened, Reader, S3Device};
+use crate::hot::{HotError, HotFolder, Pacer, Recovery};
+use crate::latency::{pick_lowest, pick_weighted, Choice, DeviceStats};
+use crate::placement::{key_id, HotPolicy};
+use crate::replica::{IndexError, ReplicaIndex};
+use crate::s3::S3Client;
+
+/// Why the tiers could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TiersError {
+    #[error(transparent)]
+    Hot(#[from] HotError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error("cold device {name}: folder {}: {source}", path.display())]
+    Folder {
+        name: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Why a track could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    #[error("{key}: no device holds a copy")]
+    NoCopy { key: String },
+    #[error("{key}: every copy failed: {}", errors.join("; "))]
+    AllFailed { key: String, errors: Vec<String> },
+}
+
+/// Why an upload did not reach `mindevcount` copies.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UploadError {
+    #[error("{key}: {have} of {want} copies; {}", errors.join("; "))]
+    TooFewCopies {
+        key: String,
+        have: usize,
+        want: usize,
+        errors: Vec<String>,
+    },
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+/// A track as the server knows it: its key (the path below its music
+/// folder) and that folder's index, if it was scanned from one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TrackRef {
+    pub key: String,
+    pub folder: Option<usize>,
+}
+
+/// A cold device at run time.
+pub struct Device {
+    pub name: String,
+    pub state: DeviceState,
+    pub backend: Arc<dyn Backend>,
+    pub stats: DeviceStats,
+    /// The music folder this device is, if it is one.
+    pub music_folder: Option<usize>,
+}
+
+impl Device {
+    fn prior_ms(&self) -> f64 {
+        match self.backend.kind() {
+            "hot" => 1.0,
+            "s3" => 20.0,
+            _ => 5.0,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    opens: AtomicU64,
+    hot_hits: AtomicU64,
+    bytes_sent: AtomicU64,
+    bytes_from_hot: AtomicU64,
+    failovers: AtomicU64,
+    promotions: AtomicU64,
+    promote_failures: AtomicU64,
+    demotions: AtomicU64,
+}
+
+enum Job {
+    Promote(TrackRef),
+    Demote(String),
+}
+
+/// The devices, the hot folder, the replica index and the policy.
+pub struct Tiers {
+    cfg: TiersConfig,
+    /// Index 0 is the hot folder when there is one; cold devices follow.
+    devices: Vec<Device>,
+    hot: Option<Arc<HotFolder>>,
+    index: ReplicaIndex,
+    choice: Mutex<Choice>,
+    rng: Mutex<SmallRng>,
+    policy: Mutex<Box<dyn HotPolicy>>,
+    ids: Mutex<HashMap<u64, TrackRef>>,
+    pinned: Mutex<HashSet<String>>,
+    jobs: Mutex<Option<mpsc::UnboundedSender<Job>>>,
+    pacer: Pacer,
+    counters: Counters,
+    status_path: PathBuf,
+    started: Instant,
+    recovery: Recovery,
+    sample_every: Duration,
+}
+
+/// One device in [`Status`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceStatus {
+    pub name: String,
+    pub kind: String,
+    pub state: String,
+    /// Skipped after a failure.
+    pub failed: bool,
+    pub ewma_ttfb_ms: Option<f64>,
+    pub await_ms: Option<f64>,
+    pub util: Option<f64>,
+    pub block_device: Option<String>,
+    pub in_flight: u64,
+    pub reads: u64,
+    pub bytes_read: u64,
+    pub errors: u64,
+    /// Copies recorded in the replica index (cold) or held (hot).
+    pub copies: u64,
+    pub bytes_stored: u64,
+}
+
+/// The hot tier in [`Status`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HotStatus {
+    pub path: String,
+    pub budget: u64,
+    pub used: u64,
+    pub files: u64,
+    pub pinned: u64,
+    /// Stream opens, and how many found a hot copy.
+    pub opens: u64,
+    pub hits: u64,
+    pub hit_ratio: f64,
+    pub bytes_sent: u64,
+    pub bytes_from_hot: u64,
+    pub promotions: u64,
+    pub promote_failures: u64,
+    pub demotions: u64,
+    pub recovered_kept: u64,
+    pub recovered_dropped: u64,
+}
+
+/// What `spindle tiers status` shows; the server writes it to
+/// `DATA/tiers/status.json` every two seconds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Status {
+    /// UNIX seconds when written.
+    pub written: u64,
+    pub uptime_secs: u64,
+    pub choice: String,
+    pub mindevcount: usize,
+    pub failovers: u64,
+    pub devices: Vec<DeviceStatus>,
+    pub hot: Option<HotStatus>,
+}
+
+/// The status file of a data dir.
+pub fn status_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("tiers").join("status.json")
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Tiers {
+    /// Sets up the devices of `cfg` and one read-only device per music
+    /// folder (`music1`, `music2`, …; a `[[tiers.cold]]` folder with the
+    /// same path names it and may mark it down), opens the hot folder
+    /// (removing unfinished copies, checking the rest: call from a
+    /// blocking thread) and the replica index under `data_dir/tiers/`.
+    pub fn new(
+        cfg: TiersConfig,
+        music_roots: &[PathBuf],
+        data_dir: &Path,
+        policy: Box<dyn HotPolicy>,
+    ) -> Result<Tiers, TiersError> {
+        let retry = Duration::from_secs(cfg.retry_after_secs);
+        let mut devices = Vec::new();
+        let mut recovery = Recovery::default();
+        let hot = match &cfg.hot {
+            Some(h) => {
+                let (hf, rec) = HotFolder::open(&h.path, h.budget)?;
+                recovery = rec;
+                let hf = Arc::new(hf);
+                devices.push(Device {
+                    name: "hot".into(),
+                    state: DeviceState::Alive,
+                    stats: DeviceStats::new(Some(&h.path)),
+                    backend: hf.clone(),
+                    music_folder: None,
+                });
+                Some(hf)
+            }
+            None => None,
+        };
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+        let mut claimed = HashSet::new();
+        for (i, root) in music_roots.iter().enumerate() {
+            let root_c = canon(root);
+            let over = cfg.cold.iter().find(|c| match &c.kind {
+                ColdKind::Folder { path } => canon(path) == root_c,
+                ColdKind::S3(_) => false,
+            });
+            let (name, state) = match over {
+                Some(c) => {
+                    claimed.insert(c.name.clone());
+                    let st = if c.state == DeviceState::Down {
+                        DeviceState::Down
+                    } else {
+                        DeviceState::Readonly
+                    };
+                    (c.name.clone(), st)
+                }
+                None => (format!("music{}", i + 1), DeviceState::Readonly),
+            };
+            devices.push(Device {
+                stats: DeviceStats::new(Some(&root_c)),
+                backend: Arc::new(Folder::new(&name, root_c, false)),
+                name,
+                state,
+                music_folder: Some(i),
+            });
+        }
+        for c in &cfg.cold {
+            if claimed.contains(&c.name) {
+                continue;
+            }
+            let (backend, local): (Arc<dyn Backend>, Option<PathBuf>) = match &c.kind {
+                ColdKind::Folder { path } => {
+                    if c.state == DeviceState::Alive {
+                        std::fs::create_dir_all(path).map_err(|source| TiersError::Folder {
+                            name: c.name.clone(),
+                            path: path.clone(),
+                            source,
+                        })?;
+                    }
+                    (
+                        Arc::new(Folder::new(
+                            &c.name,
+                            path.clone(),
+                            c.state == DeviceState::Alive,
+                        )),
+                        Some(path.clone()),
+                    )
+                }
+                ColdKind::S3(s3) => (
+                    Arc::new(S3Device::new(&c.name, S3Client::new(s3.clone(), retry))),
+                    None,
+                ),
+            };
+            devices.push(Device {
+                name: c.name.clone(),
+                state: c.state,
+                stats: DeviceStats::new(local.as_deref()),
+                backend,
+                music_folder: None,
+            });
+        }
+        let index = ReplicaIndex::open(&data_dir.join("tiers").join("replicas.log"))?;
+        let pacer = Pacer::new(cfg.promote_bandwidth);
+        let t = Tiers {
+            cfg,
+            devices,
+            hot,
+            index,
+            choice: Mutex::new(Choice::Latency),
+            rng: Mutex::new(SmallRng::from_entropy()),
+            policy: Mutex::new(policy),
+            ids: Mutex::new(HashMap::new()),
+            pinned: Mutex::new(HashSet::new()),
+            jobs: Mutex::new(None),
+            pacer,
+            counters: Counters::default(),
+            status_path: status_path(data_dir),
+            started: Instant::now(),
+            recovery,
+            sample_every: Duration::from_secs(1),
+        };
+        t.seed_policy_with_hot_copies();
+        Ok(t)
+    }
+
+    /// Builds tiers over explicit devices (benchmarks and tests): no hot
+    /// folder, no config file.
+    pub fn with_devices(
+        devices: Vec<(String, Arc<dyn Backend>)>,
+        data_dir: &Path,
+        policy: Box<dyn HotPolicy>,
+    ) -> Result<Tiers, TiersError> {
+        let cfg = TiersConfig::default();
+        let devices = devices
+            .into_iter()
+            .map(|(name, backend)| Device {
+                stats: DeviceStats::new(backend.local_path()),
+                name,
+                state: DeviceState::Alive,
+                backend,
+                music_folder: None,
+            })
+            .collect();
+        Ok(Tiers {
+            pacer: Pacer::new(cfg.promote_bandwidth),
+            cfg,
+            devices,
+            hot: None,
+            index: ReplicaIndex::open(&data_dir.join("tiers").join("replicas.log"))?,
+            choice: Mutex::new(Choice::Latency),
+            rng: Mutex::new(SmallRng::from_entropy()),
+            policy: Mutex::new(policy),
+            ids: Mutex::new(HashMap::new()),
+            pinned: Mutex::new(HashSet::new()),
+            jobs: Mutex::new(None),
+            counters: Counters::default(),
+            status_path: status_path(data_dir),
+            started: Instant::now(),
+            recovery: Recovery::default(),
+            sample_every: Duration::from_secs(1),
+        })
+    }
+
+    /// Hot copies found at start are known to the policy; those it does
+    /// not keep are demoted when the background starts.
+    fn seed_policy_with_hot_copies(&self) {
+        let Some(hot) = &self.hot else {
+            return;
+        };
+        let mut p = self.policy.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        for key in hot.keys() {
+            let len = hot.contains(&key).unwrap_or(0);
+            let id = key_id(&key);
+            ids.insert(
+                id,
+                TrackRef {
+                    key: key.clone(),
+                    folder: None,
+                },
+            );
+            let _ = p.access(id, len);
+        }
+    }
+
+    /// How often load is sampled (diskstats, `%util`); one second unless
+    /// a benchmark wants a finer view. Call before [`Tiers::start_background`].
+    pub fn set_sample_every(&mut self, d: Duration) {
+        self.sample_every = d.max(Duration::from_millis(10));
+    }
+
+    /// How reads choose (the benchmark switches it).
+    pub fn set_choice(&self, c: Choice) {
+        *self.choice.lock().unwrap_or_else(|e| e.into_inner()) = c;
+    }
+
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
+    }
+
+    pub fn hot(&self) -> Option<&Arc<HotFolder>> {
+        self.hot.as_ref()
+    }
+
+    pub fn index(&self) -> &ReplicaIndex {
+        &self.index
+    }
+
+    pub fn config(&self) -> &TiersConfig {
+        &self.cfg
+    }
+
+    fn device_by_name(&self, name: &str) -> Option<usize> {
+        self.devices.iter().position(|d| d.name == name)
+    }
+
+    /// The devices that may hold `t`, usable ones only (all of them if
+    /// every one is marked failed: a stale mark is better than no read).
+    fn candidates(&self, t: &TrackRef) -> Vec<usize> {
+        let mut c = Vec::new();
+        if self
+            .hot
+            .as_ref()
+            .is_some_and(|h| h.contains(&t.key).is_some())
+        {
+            c.push(0);
+        }
+        if let Some(f) = t.folder {
+            if let Some(i) = self.devices.iter().position(|d| d.music_folder == Some(f)) {
+                c.push(i);
+            }
+        }
+        for (name, _) in self.index.devices_of(&t.key) {
+            if let Some(i) = self.device_by_name(&name) {
+                if !c.contains(&i) {
+                    c.push(i);
+                }
+            }
+        }
+        c.retain(|&i| self.devices[i].state != DeviceState::Down);
+        let usable: Vec<usize> = c
+            .iter()
+            .copied()
+            .filter(|&i| !self.devices[i].stats.is_failed() && self.devices[i].backend.reachable())
+            .collect();
+        if usable.is_empty() {
+            c
+        } else {
+            usable
+        }
+    }
+
+    fn choose(&self, cands: &[usize]) -> Option<usize> {
+        let choice = *self.choice.lock().unwrap_or_else(|e| e.into_inner());
+        let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
+        let i = match choice {
+            Choice::Latency => {
+                let scores: Vec<f64> = cands
+                    .iter()
+                    .map(|&i| {
+                        self.devices[i]
+                            .stats
+                            .estimate_ms(self.devices[i].prior_ms())
+                    })
+                    .collect();
+                pick_weighted(&scores, &mut *rng)?
+            }
+            Choice::Util => {
+                let utils: Vec<f64> = cands.iter().map(|&i| self.util_of(i)).collect();
+                pick_lowest(&utils, &mut *rng)?
+            }
+        };
+        Some(cands[i])
+    }
+
+    /// `%util` as MogileFS reads it: from diskstats for a local device,
+    /// else from the throttled back end's busy time (benchmark).
+    fn util_of(&self, i: usize) -> f64 {
+        self.devices[i].stats.util().unwrap_or(0.0)
+    }
+
+    /// Opens `t` at byte `offset` on the best copy; failing copies are
+    /// skipped. The stream fails over mid-way (see [`TierStream`]).
+    pub async fn open(
+        self: &Arc<Self>,
+        t: &TrackRef,
+        offset: u64,
+    ) -> Result<TierStream, OpenError> {
+        let mut cands = self.candidates(t);
+        if cands.is_empty() {
+            return Err(OpenError::NoCopy { key: t.key.clone() });
+        }
+        self.counters.opens.fetch_add(1, Ordering::Relaxed);
+        if cands.first() == Some(&0) && self.hot.is_some() {
+            self.counters.hot_hits.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut errors = Vec::new();
+        let mut tries: HashMap<usize, u32> = HashMap::new();
+        while let Some(i) = self.choose(&cands) {
+            match self.open_on(i, &t.key, offset, None).await {
+                Ok((opened, first)) => {
+                    let len = opened.len;
+                    return Ok(TierStream {
+                        tiers: self.clone(),
+                        track: t.clone(),
+                        device: i,
+                        reader: Some(opened.reader),
+                        pending: first,
+                        pos: offset,
+                        end: len,
+                        len,
+                        cands,
+                        tries,
+                        failovers: 0,
+                    });
+                }
+                Err(e) => {
+                    errors.push(e.to_string());
+                    let n = tries.entry(i).or_default();
+                    *n += 1;
+                    if !self.may_retry(i, *n) {
+                        cands.retain(|&c| c != i);
+                    }
+                }
+            }
+        }
+        Err(OpenError::AllFailed {
+            key: t.key.clone(),
+            errors,
+        })
+    }
+
+    /// An S3 device with other endpoints up is tried again (up to three
+    /// times per stream); anything else once.
+    fn may_retry(&self, i: usize, tries: u32) -> bool {
+        let d = &self.devices[i];
+        d.backend.kind() == "s3" && d.backend.reachable() && tries < 3
+    }
+
+    /// Opens on device `i` and waits for the first chunk (time to first
+    /// byte), within the stall timeout. `want_len`: the length the copy
+    /// must have (on failover).
+    async fn open_on(
+        &self,
+        i: usize,
+        key: &str,
+        offset: u64,
+        want_len: Option<u64>,
+    ) -> Result<(Opened, Option<Bytes>), DeviceError> {
+        let d = &self.devices[i];
+        let stall = Duration::from_millis(self.cfg.stall_timeout_ms);
+        d.stats.in_flight.fetch_add(1, Ordering::Relaxed);
+        let t0 = Instant::now();
+        let r = async {
+            let mut o = match tokio::time::timeout(stall, d.backend.open(key, offset)).await {
+                Ok(r) => r?,
+                Err(_) => return Err(stalled(&d.name, key)),
+            };
+            if let Some(w) = want_len {
+                if o.len != w {
+                    return Err(DeviceError::Io {
+                        device: d.name.clone(),
+                        key: key.to_owned(),
+                        source: std::io::Error::other(format!(
+                            "this copy has {} bytes, the stream {w}",
+                            o.len
+                        )),
+                    });
+                }
+            }
+            let first = if offset < o.len {
+                match tokio::time::timeout(stall, o.reader.next_chunk()).await {
+                    Ok(Ok(c)) => c,
+                    Ok(Err(e)) => {
+                        return Err(DeviceError::Io {
+                            device: d.name.clone(),
+                            key: key.to_owned(),
+                            source: e,
+                        })
+                    }
+                    Err(_) => return Err(stalled(&d.name, key)),
+                }
+            } else {
+                None
+            };
+            Ok((o, first))
+        }
+        .await;
+        d.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
+        match &r {
+            Ok(_) => {
+                d.stats.record_ttfb(t0.elapsed());
+                d.stats.reads.fetch_add(1, Ordering::Relaxed);
+                d.stats.mark_ok();
+            }
+            Err(e) if e.is_not_found() => {}
+            Err(_) => {
+                // Slowness counts too: a device that times out is slow.
+                d.stats.record_ttfb(t0.elapsed());
+                d.stats
+                    .mark_failed(Duration::from_secs(self.cfg.retry_after_secs));
+            }
+        }
+        r
+    }
+
+    /// One stream request of `t` (`len` bytes): feeds the policy, which
+    /// may promote it and demote others in the background.
+    pub fn record_access(&self, t: &TrackRef, len: u64) {
+        if self.hot.is_none() {
+            return;
+        }
+        let id = key_id(&t.key);
+        self.ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, t.clone());
+        let (admit, evicted) = self
+            .policy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .access(id, len);
+        let pinned = self
+            .pinned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        for e in evicted {
+            if let Some(tr) = ids.get(&e) {
+                if !pinned.contains(&tr.key) {
+                    self.send(Job::Demote(tr.key.clone()));
+                }
+            }
+        }
+        drop(ids);
+        if admit {
+            self.send(Job::Promote(t.clone()));
+        }
+    }
+
+    /// Replaces the pinned tracks: they are promoted (as the budget
+    /// allows) and never demoted by the policy.
+    pub fn set_pinned(&self, tracks: Vec<TrackRef>) {
+        let keys: HashSet<String> = tracks.iter().map(|t| t.key.clone()).collect();
+        let old = std::mem::replace(
+            &mut *self.pinned.lock().unwrap_or_else(|e| e.into_inner()),
+            keys.clone(),
+        );
+        for t in tracks {
+            if !old.contains(&t.key) {
+                self.send(Job::Promote(t));
+            }
+        }
+        // Unpinned tracks the policy does not hold go.
+        let p = self.policy.lock().unwrap_or_else(|e| e.into_inner());
+        for k in old.difference(&keys) {
+            if !p.contains(key_id(k)) {
+                self.send(Job::Demote(k.clone()));
+            }
+        }
+    }
+
+    fn send(&self, job: Job) {
+        if let Some(tx) = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            let _ = tx.send(job);
+        }
+    }
+
+    /// Starts the background work on the current tokio runtime: the
+    /// promotion queue, diskstats sampling every second, the status file
+    /// every two seconds.
+    pub fn start_background(self: &Arc<Self>) {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Job>();
+        *self.jobs.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        // Hot copies found at start that the policy did not keep.
+        if let Some(hot) = &self.hot {
+            let p = self.policy.lock().unwrap_or_else(|e| e.into_inner());
+            for k in hot.keys() {
+                if !p.contains(key_id(&k)) {
+                    self.send(Job::Demote(k));
+                }
+            }
+        }
+        let me = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some(job) = rx.recv().await {
+                let Some(t) = me.upgrade() else { break };
+                t.run_job(job).await;
+            }
+        });
+        let me = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let period = me
+                .upgrade()
+                .map_or(Duration::from_secs(1), |t| t.sample_every);
+            let mut tick = tokio::time::interval(period);
+            let mut n = 0u64;
+            loop {
+                tick.tick().await;
+                let Some(t) = me.upgrade() else { break };
+                let text = tokio::fs::read_to_string("/proc/diskstats")
+                    .await
+                    .unwrap_or_default();
+                let now = Instant::now();
+                for d in &t.devices {
+                    match d.backend.busy() {
+                        Some(b) => d.stats.sample_busy(b, now),
+                        None => d.stats.sample_disk(&text, now),
+                    }
+                }
+                n += 1;
+                if n.is_multiple_of((2000 / period.as_millis().max(1) as u64).max(1)) {
+                    let _ = t.write_status().await;
+                }
+            }
+        });
+    }
+
+    async fn run_job(&self, job: Job) {
+        match job {
+            Job::Demote(key) => {
+                if let Some(h) = &self.hot {
+                    if h.evict(&key) {
+                        self.counters.demotions.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            Job::Promote(t) => {
+                let Some(hot) = &self.hot else { return };
+                if hot.contains(&t.key).is_some() {
+                    return;
+                }
+                if let Err(e) = self.promote(hot, &t).await {
+                    self.counters
+                        .promote_failures
+                        .fetch_add(1, Ordering::Relaxed);
+                    eprintln!("spindle: tiers: promoting {}: {e}", t.key);
+                }
+            }
+        }
+    }
+
+    async fn promote(&self, hot: &HotFolder, t: &TrackRef) -> Result<(), String> {
+        let mut cands: Vec<usize> = self
+            .candidates(t)
+            .into_iter()
+            .filter(|&i| i != 0 || self.hot.is_none())
+            .collect();
+        let mut errors = Vec::new();
+        while let Some(i) = self.choose(&cands) {
+            cands.retain(|&c| c != i);
+            let d = &self.devices[i];
+            let o = match d.backend.open(&t.key, 0).await {
+                Ok(o) => o,
+                Err(e) => {
+                    errors.push(e.to_string());
+                    continue;
+                }
+            };
+            hot.reserve(&t.key, o.len).map_err(|e| e.to_string())?;
+            match hot.promote(&t.key, o, &self.pacer).await {
+                Ok(()) => {
+                    self.counters.promotions.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        Err(if errors.is_empty() {
+            "no cold copy".into()
+        } else {
+            errors.join("; ")
+        })
+    }
+
+    /// Copies the file at `local` (track `t`, already on its music folder
+    /// if `t.folder` is set) to writable cold devices until it has
+    /// `mindevcount` copies; records each in the replica index. Returns
+    /// how many copies it has.
+    pub async fn replicate(&self, t: &TrackRef, local: &Path) -> Result<usize, UploadError> {
+        let len = tokio::fs::metadata(local)
+            .await
+            .map(|m| m.len())
+            .unwrap_or(0);
+        let mut have: Vec<usize> = Vec::new();
+        if let Some(f) = t.folder {
+            if let Some(i) = self.devices.iter().position(|d| d.music_folder == Some(f)) {
+                have.push(i);
+            }
+        }
+        for (name, l) in self.index.devices_of(&t.key) {
+            if let Some(i) = self.device_by_name(&name) {
+                if l == len && !have.contains(&i) {
+                    have.push(i);
+                }
+            }
+        }
+        let mut errors = Vec::new();
+        let want = self.cfg.mindevcount;
+        for (i, d) in self.devices.iter().enumerate() {
+            if have.len() >= want {
+                break;
+            }
+            if have.contains(&i)
+                || d.state != DeviceState::Alive
+                || d.music_folder.is_some()
+                || d.backend.kind() == "hot"
+            {
+                continue;
+            }
+            // A copy already there (an earlier, unrecorded upload) counts.
+            match d.backend.head(&t.key).await {
+                Ok(Some(l)) if l == len => {}
+                _ => match d.backend.put(&t.key, local).await {
+                    Ok(_) => {}
+                    Err(e) => {
+                        errors.push(e.to_string());
+                        d.stats
+                            .mark_failed(Duration::from_secs(self.cfg.retry_after_secs));
+                        continue;
+                    }
+                },
+            }
+            self.index.add(&t.key, &d.name, len)?;
+            have.push(i);
+        }
+        if have.len() < want {
+            return Err(UploadError::TooFewCopies {
+                key: t.key.clone(),
+                have: have.len(),
+                want,
+                errors,
+            });
+        }
+        Ok(have.len())
+    }
+
+    /// The current state.
+    pub fn status(&self) -> Status {
+        let per = self.index.per_device();
+        let devices = self
+            .devices
+            .iter()
+            .map(|d| {
+                let (copies, bytes_stored) = match (&self.hot, d.backend.kind()) {
+                    (Some(h), "hot") => (h.len() as u64, h.used()),
+                    _ => per.get(&d.name).copied().unwrap_or_default(),
+                };
+                DeviceStatus {
+                    name: d.name.clone(),
+                    kind: if d.music_folder.is_some() {
+                        "music".into()
+                    } else {
+                        d.backend.kind().into()
+                    },
+                    state: format!("{:?}", d.state).to_lowercase(),
+                    failed: d.stats.is_failed() || !d.backend.reachable(),
+                    ewma_ttfb_ms: d.stats.ewma_ms(),
+                    await_ms: d.stats.await_ms(),
+                    util: d.stats.util(),
+                    block_device: d.stats.block_device().map(|(a, b)| format!("{a}:{b}")),
+                    in_flight: d.stats.in_flight.load(Ordering::Relaxed) as u64,
+                    reads: d.stats.reads.load(Ordering::Relaxed),
+                    bytes_read: d.stats.bytes_read.load(Ordering::Relaxed),
+                    errors: d.stats.errors.load(Ordering::Relaxed),
+                    copies,
+                    bytes_stored,
+                }
+            })
+            .collect();
+        let c = &self.counters;
+        let hot = self.hot.as_ref().map(|h| {
+            let opens = c.opens.load(Ordering::Relaxed);
+            let hits = c.hot_hits.load(Ordering::Relaxed);
+            HotStatus {
+                path: h.root().display().to_string(),
+                budget: h.budget(),
+                used: h.used(),
+                files: h.len() as u64,
+                pinned: self.pinned.lock().unwrap_or_else(|e| e.into_inner()).len() as u64,
+                opens,
+                hits,
+                hit_ratio: if opens == 0 {
+                    0.0
+                } else {
+                    hits as f64 / opens as f64
+                },
+                bytes_sent: c.bytes_sent.load(Ordering::Relaxed),
+                bytes_from_hot: c.bytes_from_hot.load(Ordering::Relaxed),
+                promotions: c.promotions.load(Ordering::Relaxed),
+                promote_failures: c.promote_failures.load(Ordering::Relaxed),
+                demotions: c.demotions.load(Ordering::Relaxed),
+                recovered_kept: self.recovery.kept as u64,
+                recovered_dropped: (self.recovery.dropped + self.recovery.temp_removed) as u64,
+            }
+        });
+        Status {
+            written: unix_now(),
+            uptime_secs: self.started.elapsed().as_secs(),
+            choice: format!(
+                "{:?}",
+                *self.choice.lock().unwrap_or_else(|e| e.into_inner())
+            )
+            .to_lowercase(),
+            mindevcount: self.cfg.mindevcount,
+            failovers: c.failovers.load(Ordering::Relaxed),
+            devices,
+            hot,
+        }
+    }
+
+    /// Writes [`Tiers::status`] to the status file (temp + rename).
+    pub async fn write_status(&self) -> std::io::Result<()> {
+        let s = serde_json::to_vec_pretty(&self.status()).map_err(std::io::Error::other)?;
+        if let Some(p) = self.status_path.parent() {
+            tokio::fs::create_dir_all(p).await?;
+        }
+        let tmp = self.status_path.with_extension("json.tmp");
+        tokio::fs::write(&tmp, s).await?;
+        tokio::fs::rename(&tmp, &self.status_path).await
+    }
+}
+
+fn stalled(device: &str, key: &str) -> DeviceError {
+    DeviceError::Io {
+        device: device.to_owned(),
+        key: key.to_owned(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no data within the stall timeout",
+        ),
+    }
+}
+
+/// A stream of one track from a byte offset. When the device it reads
+/// from errors, ends early or stalls, it opens another copy at the byte
+/// it reached and goes on; the reader sees one unbroken byte sequence.
+pub struct TierStream {
+    tiers: Arc<Tiers>,
+    track: TrackRef,
+    device: usize,
+    reader: Option<Reader>,
+    pending: Option<Bytes>,
+    pos: u64,
+    end: u64,
+    len: u64,
+    cands: Vec<usize>,
+    tries: HashMap<usize, u32>,
+    failovers: u32,
+}
+
+impl TierStream {
+    /// The track's total length.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device serving now.
+    pub fn device(&self) -> &str {
+        &self.tiers.devices[self.device].name
+    }
+
+    /// How many times this stream moved to another copy.
+    pub fn failovers(&self) -> u32 {
+        self.failovers
+    }
+
+    /// Stops after byte `end` (exclusive), for a `Range` request.
+    pub fn limit(mut self, end: u64) -> TierStream {
+        self.end = end.min(self.len);
+        self
+    }
+
+    fn account(&self, n: usize) {
+        let t = &self.tiers;
+        t.devices[self.device]
+            .stats
+            .bytes_read
+            .fetch_add(n as u64, Ordering::Relaxed);
+        t.counters.bytes_sent.fetch_add(n as u64, Ordering::Relaxed);
+        if t.hot.is_some() && self.device == 0 {
+            t.counters
+                .bytes_from_hot
+                .fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+
+    fn cut(&mut self, mut c: Bytes) -> Bytes {
+        let left = self.end.saturating_sub(self.pos);
+        if c.len() as u64 > left {
+            c.truncate(left as usize);
+        }
+        self.pos += c.len() as u64;
+        self.account(c.len());
+        c
+    }
+
+    /// The next chunk; `None` at the end; an error only when no copy is
+    /// left to fail over to.
+    pub async fn next_chunk(&mut self) -> Option<std::io::Result<Bytes>> {
+        let stall = Duration::from_millis(self.tiers.cfg.stall_timeout_ms);
+        loop {
+            if self.pos >= self.end {
+                return None;
+            }
+            if let Some(c) = self.pending.take() {
+                return Some(Ok(self.cut(c)));
+            }
+            let why = match self.reader.as_mut() {
+                Some(r) => match tokio::time::timeout(stall, r.next_chunk()).await {
+                    Ok(Ok(Some(c))) if !c.is_empty() => return Some(Ok(self.cut(c))),
+                    Ok(Ok(_)) => "the copy ended early".to_owned(),
+                    Ok(Err(e)) => e.to_string(),
+                    Err(_) => "no data within the stall timeout".to_owned(),
+                },
+                None => "no reader".to_owned(),
+            };
+            if let Err(e) = self.fail_over(&why).await {
+                return Some(Err(e));
+            }
+        }
+    }
+
+    async fn fail_over(&mut self, why: &str) -> std::io::Result<()> {
+        self.reader = None;
+        let t = self.tiers.clone();
+        let d = &t.devices[self.device];
+        let n = self.tries.entry(self.device).or_default();
+        *n += 1;
+        if !t.may_retry(self.device, *n) {
+            d.stats
+                .mark_failed(Duration::from_secs(t.cfg.retry_after_secs));
+            let gone = self.device;
+            self.cands.retain(|&c| c != gone);
+        } else {
+            d.stats.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut errors = vec![format!("{}: {why}", d.name)];
+        while let Some(i) = t.choose(&self.cands) {
+            match t
+                .open_on(i, &self.track.key, self.pos, Some(self.len))
+                .await
+            {
+                Ok((o, first)) => {
+                    self.device = i;
+                    self.reader = Some(o.reader);
+                    self.pending = first;
+                    self.failovers += 1;
+                    t.counters.failovers.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(e) => {
+                    errors.push(e.to_string());
+                    let n = self.tries.entry(i).or_default();
+                    *n += 1;
+                    if !t.may_retry(i, *n) {
+                        self.cands.retain(|&c| c != i);
+                    }
+                }
+            }
+        }
+        Err(std::io::Error::other(format!(
+            "{}: every copy failed at byte {}: {}",
+            self.track.key,
+            self.pos,
+            errors.join("; ")
+        )))
+    }
+
+    /// The rest of the stream as a `futures` stream (for an HTTP body).
+    pub fn into_stream(self) -> impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send {
+        futures_util::stream::unfold(self, |mut s| async move {
+            let c = s.next_chunk().await?;
+            Some((c, s))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{Throttle, Throttled};
+    use crate::placement::DecayedLfu;
+
+    fn throttled(root: &Path, fail_after: Option<u64>, per_chunk: Duration) -> Arc<dyn Backend> {
+        Arc::new(Throttled::new(
+            Arc::new(Folder::new("f", root.to_owned(), false)),
+            Throttle {
+                parallel: 4,
+                service: Duration::ZERO,
+                fail_after,
+                per_chunk,
+            },
+        ))
+    }
+
+    async fn read_all(s: &mut TierStream) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        while let Some(c) = s.next_chunk().await {
+            out.extend_from_slice(&c?);
+        }
+        Ok(out)
+    }
+
+    #[tokio::test]
+    async fn a_stream_fails_over_mid_way_and_resumes_at_the_byte_it_reached() {
+        let d = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..400_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for dev in ["a", "b", "c"] {
+            std::fs::create_dir_all(d.path().join(dev).join("x")).unwrap();
+            std::fs::write(d.path().join(dev).join("x/t.flac"), &data).unwrap();
+        }
+        let mut failovers = 0;
+        for round in 0..12 {
+            let tiers = Arc::new(
+                Tiers::with_devices(
+                    vec![
+                        // Breaks after 100 000 bytes.
+                        (
+                            "a".into(),
+                            throttled(&d.path().join("a"), Some(100_000), Duration::ZERO),
+                        ),
+                        // Stalls: each chunk takes longer than the stall timeout.
+                        (
+                            "b".into(),
+                            throttled(&d.path().join("b"), None, Duration::from_millis(400)),
+                        ),
+                        (
+                            "c".into(),
+                            throttled(&d.path().join("c"), None, Duration::ZERO),
+                        ),
+                    ],
+                    &d.path().join(format!("data{round}")),
+                    Box::new(DecayedLfu::new(0)),
+                )
+                .unwrap(),
+            );
+            let mut cfg = tiers.cfg.clone();
+            cfg.stall_timeout_ms = 150;
+            let tiers = Arc::new(Tiers {
+                cfg,
+                ..Arc::try_unwrap(tiers).ok().unwrap()
+            });
+            for name in ["a", "b", "c"] {
+                tiers
+                    .index
+                    .add("x/t.flac", name, data.len() as u64)
+                    .unwrap();
+            }
+            let t = TrackRef {
+                key: "x/t.flac".into(),
+                folder: None,
+            };
+            let mut s = tiers.open(&t, 0).await.unwrap();
+            assert_eq!(s.len(), 400_000);
+            let got = read_all(&mut s).await.unwrap();
+            assert!(
+                got == data,
+                "round {round}: bytes differ after {} failovers",
+                s.failovers()
+            );
+            failovers += s.failovers();
+            // A ranged read from the middle, ending early.
+            let mut s = tiers.open(&t, 150_000).await.unwrap().limit(250_000);
+            assert_eq!(read_all(&mut s).await.unwrap(), &data[150_000..250_000]);
+        }
+        assert!(failovers > 0, "no round ever failed over");
+    }
+
+    #[tokio::test]
+    async fn a_track_with_no_working_copy_is_an_error_not_a_hang() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("a/x")).unwrap();
+        std::fs::write(d.path().join("a/x/t.flac"), vec![1u8; 200_000]).unwrap();
+        let tiers = Arc::new(
+            Tiers::with_devices(
+                vec![(
+                    "a".into(),
+                    throttled(&d.path().join("a"), Some(70_000), Duration::ZERO),
+                )],
+                &d.path().join("data"),
+                Box::new(DecayedLfu::new(0)),
+            )
+            .unwrap(),
+        );
+        tiers.index.add("x/t.flac", "a", 200_000).unwrap();
+        let t = TrackRef {
+            key: "x/t.flac".into(),
+            folder: None,
+        };
+        let mut s = tiers.open(&t, 0).await.unwrap();
+        let e = read_all(&mut s).await.unwrap_err();
+        assert!(
+            e.to_string().contains("every copy failed at byte 70000"),
+            "{e}"
+        );
+        let missing = TrackRef {
+            key: "nope".into(),
+            folder: None,
+        };
+        assert!(matches!(
+            tiers.open(&missing, 0).await,
+            Err(OpenError::NoCopy { .. })
+        ));
+        let st = tiers.status();
+        assert_eq!(st.devices[0].name, "a");
+        assert!(st.devices[0].errors >= 1);
+    }
+}
