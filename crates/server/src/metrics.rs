@@ -1,9 +1,25 @@
 //! Counters for `/metrics` (Prometheus text format): requests, bytes
-//! streamed, streams started, request latency, library size.
+//! streamed, streams started, request latency, library size; and the page
+//! itself, which answers only a Spindle user: a web UI session cookie,
+//! HTTP Basic with the user's name and password (Prometheus'
+//! `basic_auth`), or `Authorization: Bearer TOKEN` with the user's token
+//! from `spindle user token NAME` (Prometheus' `authorization`, the same
+//! token that is the OpenSubsonic `apiKey`). Wrong credentials cost a
+//! second, as a failed web login does.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use axum::Extension;
+
+use crate::music::Music;
+use crate::state::AppState;
 
 /// Upper bounds of the latency histogram, seconds.
 const BUCKETS: [f64; 10] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
@@ -79,5 +95,126 @@ impl Metrics {
             "# TYPE spindle_library_artists gauge\nspindle_library_artists {artists}"
         );
         s
+    }
+}
+
+/// Who a `/metrics` request is: `Ok(user)`, or `Err(true)` when it sent
+/// credentials that are wrong and `Err(false)` when it sent none.
+fn scraper(st: &AppState, music: &Music, h: &HeaderMap) -> Result<String, bool> {
+    if let Some(auth) = h.get(header::AUTHORIZATION) {
+        let auth = auth.to_str().map_err(|_| true)?;
+        let (scheme, cred) = auth.trim().split_once(' ').ok_or(true)?;
+        let cred = cred.trim();
+        if scheme.eq_ignore_ascii_case("bearer") {
+            return st.accounts.user_by_token(cred).ok_or(true);
+        }
+        if scheme.eq_ignore_ascii_case("basic") {
+            let text = base64_decode(cred)
+                .and_then(|b| String::from_utf8(b).ok())
+                .ok_or(true)?;
+            let (user, pw) = text.split_once(':').ok_or(true)?;
+            return if st.accounts.check_password(user, pw) {
+                Ok(user.to_owned())
+            } else {
+                Err(true)
+            };
+        }
+        return Err(true);
+    }
+    crate::web::session_user(st, music, h).ok_or(false)
+}
+
+/// `GET /metrics`.
+pub(crate) async fn page(
+    State(state): State<AppState>,
+    Extension(music): Extension<Arc<Music>>,
+    h: HeaderMap,
+) -> Response {
+    let (st, m) = (state.clone(), music.clone());
+    // Argon2 for Basic runs on a blocking thread.
+    let who = tokio::task::spawn_blocking(move || scraper(&st, &m, &h))
+        .await
+        .unwrap_or(Err(true));
+    if let Err(wrong) = who {
+        if wrong {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let mut r = Response::new(Body::from(
+            "/metrics needs a Spindle user: HTTP Basic (name and password), \
+             Authorization: Bearer TOKEN (spindle user token NAME), or a web UI session\n",
+        ));
+        *r.status_mut() = StatusCode::UNAUTHORIZED;
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"spindle\", charset=\"UTF-8\""),
+        );
+        return r;
+    }
+    let m = music.clone();
+    let text = tokio::task::spawn_blocking(move || {
+        let cat = m.catalog(&state.db);
+        let entries = state.db.read().len();
+        m.metrics.render(
+            entries,
+            cat.songs.len(),
+            cat.albums.len(),
+            cat.artists.len(),
+        )
+    })
+    .await
+    .unwrap_or_default();
+    let mut r = Response::new(Body::from(text));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    r
+}
+
+/// Standard base64 (RFC 4648, padding optional), for HTTP Basic.
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let s = s.trim_end_matches('=').as_bytes();
+    if s.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    for chunk in s.chunks(4) {
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= val(c)? << (18 - 6 * i);
+        }
+        out.extend_from_slice(&n.to_be_bytes()[1..chunk.len()]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::base64_decode;
+
+    #[test]
+    fn base64_of_basic_credentials() {
+        let cases: &[(&str, Option<&[u8]>)] = &[
+            ("YW5uOnB3", Some(b"ann:pw")),
+            ("YW5uOmNvcnJlY3QgaG9yc2U=", Some(b"ann:correct horse")),
+            ("YQ==", Some(b"a")),
+            ("YWI", Some(b"ab")),
+            ("", Some(b"")),
+            ("Y", None),
+            ("YW5u*nB3", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(base64_decode(input).as_deref(), *want, "{input}");
+        }
     }
 }

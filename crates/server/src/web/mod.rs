@@ -1,29 +1,38 @@
 //! The web UI: one page at `/` (HTML, CSS and JavaScript embedded in the
-//! binary with `include_str!`, no build step) and the small JSON API it
-//! calls under `/ui/`.
+//! binary with `include_str!`, no build step) and what it calls under
+//! `/ui/`: a small JSON API ([`library`]: search, albums, artists;
+//! [`activity`]: now playing, recent listens, the player's reports) and
+//! SVG charts ([`charts`]).
 //!
 //! Access: a user logs in with name and password (Argon2-checked) and gets
 //! a session cookie (`HttpOnly`, `SameSite=Strict`, random 128-bit id,
-//! kept in memory). State-changing requests (login, logout) must carry
-//! the `X-Spindle-Csrf` header, which a cross-site form cannot send; a
-//! failed login costs the client a second. Every `/ui/api/…` call and
-//! `/ui/stream/ID` needs a session.
+//! kept in memory). State-changing requests (login, logout, the player's
+//! now-playing and scrobble reports) must carry the `X-Spindle-Csrf`
+//! header, which a cross-site form cannot send, and a same-origin
+//! `Origin` when the browser sends one; a failed login costs the client a
+//! second. Every `/ui/api/…`, `/ui/chart/…` and `/ui/stream/ID` request
+//! needs a session; only the page, its script and its style sheet (which
+//! hold no data) are public, so the login form can load.
+
+mod activity;
+mod charts;
+mod library;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::accounts::random_hex;
-use crate::catalog::{Album, Catalog, Song};
+use crate::catalog::Catalog;
 use crate::music::Music;
 use crate::state::{lock, AppState};
 
@@ -66,9 +75,14 @@ pub fn router() -> Router<AppState> {
         .route("/ui/login", post(login))
         .route("/ui/logout", post(logout))
         .route("/ui/api/me", get(me))
-        .route("/ui/api/search", get(search))
-        .route("/ui/api/album/{id}", get(album))
-        .route("/ui/api/recent", get(recent))
+        .route("/ui/api/search", get(library::search))
+        .route("/ui/api/album/{id}", get(library::album))
+        .route("/ui/api/artists", get(library::artists))
+        .route("/ui/api/artist/{id}", get(library::artist))
+        .route("/ui/api/recent", get(activity::recent))
+        .route("/ui/api/now", get(activity::now))
+        .route("/ui/api/playing", post(activity::playing))
+        .route("/ui/chart/{name}", get(charts::chart))
         .route("/ui/stream/{id}", get(stream))
 }
 
@@ -110,18 +124,19 @@ fn cookie(h: &HeaderMap) -> Option<String> {
         })
 }
 
-fn session_user(st: &AppState, music: &Music, h: &HeaderMap) -> Option<String> {
+/// The user whose session cookie `h` carries.
+pub(crate) fn session_user(st: &AppState, music: &Music, h: &HeaderMap) -> Option<String> {
     music.sessions.user(&cookie(h)?, st.now())
 }
 
-fn err(status: StatusCode, msg: &str) -> Response {
+pub(crate) fn err(status: StatusCode, msg: &str) -> Response {
     (status, Json(json!({ "error": msg }))).into_response()
 }
 
 /// Cross-site forgery guard for POSTs: the custom header (a cross-site
 /// form cannot set it) and, when the browser sends one, a same-origin
 /// `Origin`.
-fn csrf_ok(h: &HeaderMap) -> bool {
+pub(crate) fn csrf_ok(h: &HeaderMap) -> bool {
     if h.get(CSRF_HEADER).is_none() {
         return false;
     }
@@ -198,26 +213,6 @@ async fn me(
     }
 }
 
-fn song_json(s: &Song) -> Value {
-    json!({
-        "id": s.id, "title": s.title, "artist": s.artist, "album": s.album,
-        "album_id": s.album_id, "track": s.track, "duration": s.duration,
-    })
-}
-
-fn album_json(a: &Album) -> Value {
-    json!({
-        "id": a.id, "name": a.name, "artist": a.artist, "year": a.year,
-        "songs": a.songs.len(),
-    })
-}
-
-#[derive(Deserialize)]
-struct SearchQ {
-    #[serde(default)]
-    q: String,
-}
-
 /// Runs `f` over the catalog on a blocking thread, for a logged-in user.
 async fn with_catalog(
     st: AppState,
@@ -233,99 +228,7 @@ async fn with_catalog(
         f(&st, &cat, &user)
     })
     .await
-    .unwrap_or_else(|_| err(StatusCode::INTERNAL_SERVER_ERROR, "search failed"))
-}
-
-async fn search(
-    State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
-    h: HeaderMap,
-    Query(q): Query<SearchQ>,
-) -> Response {
-    with_catalog(st, music, &h, move |st, cat, _| {
-        let text = q.q.trim();
-        let songs: Vec<usize> = if text.is_empty() {
-            (0..cat.songs.len()).collect()
-        } else {
-            let parsed = match spindle_query::parse(text) {
-                Ok(p) => p,
-                Err(e) => {
-                    return (
-                        StatusCode::BAD_REQUEST,
-                        Json(json!({ "error": e.message, "column": e.column })),
-                    )
-                        .into_response()
-                }
-            };
-            let lib = st.db.read();
-            match lib.query_ids(&parsed.coll, &spindle_query::SourcePref::default()) {
-                Ok(ids) => ids
-                    .ids
-                    .iter()
-                    .filter_map(|id| cat.song_index(*id))
-                    .collect(),
-                Err(e) => return err(StatusCode::BAD_REQUEST, &e.to_string()),
-            }
-        };
-        let mut albums = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for &s in &songs {
-            if let Some(a) = cat.album_index(&cat.songs[s].album_id) {
-                if seen.insert(a) {
-                    albums.push(album_json(&cat.albums[a]));
-                }
-            }
-        }
-        let total = songs.len();
-        let songs: Vec<Value> = songs
-            .iter()
-            .take(200)
-            .map(|&s| song_json(&cat.songs[s]))
-            .collect();
-        Json(json!({ "albums": albums, "songs": songs, "total": total })).into_response()
-    })
-    .await
-}
-
-async fn album(
-    State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
-    h: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    with_catalog(st, music, &h, move |_, cat, _| match cat.album(&id) {
-        Some(a) => {
-            let songs: Vec<Value> = a.songs.iter().map(|&s| song_json(&cat.songs[s])).collect();
-            let mut v = album_json(a);
-            v["tracks"] = Value::from(songs);
-            Json(v).into_response()
-        }
-        None => err(StatusCode::NOT_FOUND, "no such album"),
-    })
-    .await
-}
-
-async fn recent(
-    State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
-    h: HeaderMap,
-) -> Response {
-    with_catalog(st, music, &h, |st, _, user| {
-        let q = spindle_listens::RecentQuery {
-            limit: 20,
-            page: 1,
-            ..Default::default()
-        };
-        let page = st.listens.recent(user, &q);
-        let items: Vec<Value> = page
-            .listens
-            .iter()
-            .take(20)
-            .map(|l| json!({ "artist": l.artist, "title": l.title, "album": l.album, "at": l.timestamp }))
-            .collect();
-        Json(json!({ "listens": items })).into_response()
-    })
-    .await
+    .unwrap_or_else(|_| err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
 }
 
 async fn stream(

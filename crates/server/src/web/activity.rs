@@ -1,0 +1,128 @@
+//! What is happening: the user's now playing (whichever API reported it:
+//! Subsonic `scrobble` with `submission=false`, Last.fm
+//! `updateNowPlaying`, ListenBrainz `playing_now`, Audioscrobbler 1.2, or
+//! this UI's player), recent listens from the history, and the web
+//! player's own reports.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use spindle_listens::{Listen, RecentQuery};
+
+use super::{csrf_ok, err, session_user, with_catalog};
+use crate::music::Music;
+use crate::state::AppState;
+
+fn listen_json(l: &Listen) -> Value {
+    json!({
+        "artist": l.artist, "title": l.title, "album": l.album, "at": l.timestamp,
+        "client": l.client, "duration": l.duration,
+    })
+}
+
+/// The user's 20 latest listens and how many there are.
+pub(super) async fn recent(
+    State(st): State<AppState>,
+    Extension(music): Extension<Arc<Music>>,
+    h: HeaderMap,
+) -> Response {
+    with_catalog(st, music, &h, |st, _, user| {
+        let q = RecentQuery {
+            limit: 20,
+            page: 1,
+            ..Default::default()
+        };
+        let page = st.listens.recent(user, &q);
+        let items: Vec<Value> = page.listens.iter().map(listen_json).collect();
+        Json(json!({ "listens": items, "total": page.total })).into_response()
+    })
+    .await
+}
+
+/// The user's now playing, or `null`.
+pub(super) async fn now(
+    State(st): State<AppState>,
+    Extension(music): Extension<Arc<Music>>,
+    h: HeaderMap,
+) -> Response {
+    let Some(user) = session_user(&st, &music, &h) else {
+        return err(StatusCode::UNAUTHORIZED, "not logged in");
+    };
+    let np = st.now_playing(&user).map(|l| listen_json(&l));
+    Json(json!({ "now_playing": np })).into_response()
+}
+
+#[derive(Deserialize, Clone, Copy)]
+pub(super) struct Playing {
+    /// The song (library entry id).
+    id: u32,
+    /// `false`: now playing; `true`: a listen that started at `at`.
+    #[serde(default)]
+    scrobble: bool,
+    /// When the play started, UNIX seconds (default now).
+    at: Option<i64>,
+}
+
+/// The web player's reports: now playing when a track starts, a listen
+/// once it has played long enough (the player applies the usual rule:
+/// half the track or 4 minutes, tracks over 30 s). CSRF-checked; the user
+/// is the session's.
+pub(super) async fn playing(
+    State(st): State<AppState>,
+    Extension(music): Extension<Arc<Music>>,
+    h: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if !csrf_ok(&h) {
+        return err(StatusCode::FORBIDDEN, "cross-site request refused");
+    }
+    let Some(user) = session_user(&st, &music, &h) else {
+        return err(StatusCode::UNAUTHORIZED, "not logged in");
+    };
+    let p: Playing = match serde_json::from_slice(&body) {
+        Ok(p) => p,
+        Err(e) => return err(StatusCode::BAD_REQUEST, &format!("bad report: {e}")),
+    };
+    let now = st.now();
+    let (st2, m2, u2) = (st.clone(), music.clone(), user.clone());
+    let listen = tokio::task::spawn_blocking(move || {
+        let cat = m2.catalog(&st2.db);
+        let s = cat.song(&p.id.to_string())?;
+        let mut l = Listen::new(&u2, p.at.unwrap_or(now), &s.artist, &s.title);
+        l.album = s.album.clone();
+        l.album_artist = s.album_artist.clone();
+        l.duration = s.duration.and_then(|d| u32::try_from(d).ok());
+        l.track_number = s.track.and_then(|t| u32::try_from(t).ok());
+        l.client = "Spindle web".to_owned();
+        Some(l)
+    })
+    .await
+    .ok()
+    .flatten();
+    let Some(listen) = listen else {
+        return err(StatusCode::NOT_FOUND, "no such song");
+    };
+    if !p.scrobble {
+        music.set_now_playing(&user, p.id, now, &listen.client);
+        st.set_now_playing(listen);
+        return Json(json!({ "now_playing": true })).into_response();
+    }
+    if let Err(why) = crate::scrobble::check(&st, &listen, true) {
+        return err(StatusCode::BAD_REQUEST, why.message());
+    }
+    match crate::scrobble::store(&st, vec![listen]).await {
+        Ok(out) => {
+            Json(json!({ "accepted": out.first() == Some(&spindle_listens::Submitted::Accepted) }))
+                .into_response()
+        }
+        Err(e) => err(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("could not record the listen: {e}"),
+        ),
+    }
+}

@@ -1,0 +1,214 @@
+//! The library as the web UI browses it: search (Spindle's query
+//! language), albums, artists and an artist's page with its albums and
+//! the user's most played tracks of it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use spindle_listens::{normalise, ChartKind, ChartQuery};
+
+use super::{err, with_catalog};
+use crate::catalog::{Album, Catalog, Song};
+use crate::music::Music;
+use crate::state::AppState;
+
+pub(super) fn song_json(s: &Song) -> Value {
+    json!({
+        "id": s.id, "title": s.title, "artist": s.artist, "album": s.album,
+        "album_id": s.album_id, "artist_id": s.artist_id, "track": s.track,
+        "duration": s.duration,
+    })
+}
+
+fn album_json(a: &Album) -> Value {
+    json!({
+        "id": a.id, "name": a.name, "artist": a.artist, "artist_id": a.artist_id,
+        "year": a.year, "songs": a.songs.len(),
+    })
+}
+
+#[derive(Deserialize)]
+pub(super) struct SearchQ {
+    #[serde(default)]
+    q: String,
+}
+
+pub(super) async fn search(
+    State(st): State<AppState>,
+    Extension(music): Extension<Arc<Music>>,
+    h: HeaderMap,
+    Query(q): Query<SearchQ>,
+) -> Response {
+    with_catalog(st, music, &h, move |st, cat, _| {
+        let text = q.q.trim();
+        let songs: Vec<usize> = if text.is_empty() {
+            (0..cat.songs.len()).collect()
+        } else {
+            let parsed = match spindle_query::parse(text) {
+                Ok(p) => p,
+                Err(e) => {
+                    return (
+                        StatusCode::BAD_REQUEST,
+                        Json(json!({ "error": e.message, "column": e.column })),
+                    )
+                        .into_response()
+                }
+            };
+            let lib = st.db.read();
+            match lib.query_ids(&parsed.coll, &spindle_query::SourcePref::default()) {
+                Ok(ids) => ids
+                    .ids
+                    .iter()
+                    .filter_map(|id| cat.song_index(*id))
+                    .collect(),
+                Err(e) => return err(StatusCode::BAD_REQUEST, &e.to_string()),
+            }
+        };
+        let mut albums = Vec::new();
+        let mut seen = HashSet::new();
+        for &s in &songs {
+            if let Some(a) = cat.album_index(&cat.songs[s].album_id) {
+                if seen.insert(a) {
+                    albums.push(album_json(&cat.albums[a]));
+                }
+            }
+        }
+        let total = songs.len();
+        let songs: Vec<Value> = songs
+            .iter()
+            .take(200)
+            .map(|&s| song_json(&cat.songs[s]))
+            .collect();
+        Json(json!({ "albums": albums, "songs": songs, "total": total })).into_response()
+    })
+    .await
+}
+
+pub(super) async fn album(
+    State(st): State<AppState>,
+    Extension(music): Extension<Arc<Music>>,
+    h: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    with_catalog(st, music, &h, move |_, cat, _| match cat.album(&id) {
+        Some(a) => {
+            let songs: Vec<Value> = a.songs.iter().map(|&s| song_json(&cat.songs[s])).collect();
+            let mut v = album_json(a);
+            v["tracks"] = Value::from(songs);
+            Json(v).into_response()
+        }
+        None => err(StatusCode::NOT_FOUND, "no such album"),
+    })
+    .await
+}
+
+/// Every artist of the library with its albums, songs and the user's
+/// listens of it (all time).
+pub(super) async fn artists(
+    State(st): State<AppState>,
+    Extension(music): Extension<Arc<Music>>,
+    h: HeaderMap,
+) -> Response {
+    with_catalog(st, music, &h, |st, cat, user| {
+        let top = st.listens.chart(
+            user,
+            ChartKind::Artists,
+            &ChartQuery {
+                limit: usize::MAX,
+                page: 1,
+                ..ChartQuery::default()
+            },
+        );
+        let plays: HashMap<String, u32> = top
+            .rows
+            .into_iter()
+            .map(|r| (normalise(&r.name), r.playcount))
+            .collect();
+        let list: Vec<Value> = cat
+            .artists
+            .iter()
+            .map(|a| {
+                let songs: usize = a.albums.iter().map(|&i| cat.albums[i].songs.len()).sum();
+                json!({
+                    "id": a.id, "name": a.name, "albums": a.albums.len(), "songs": songs,
+                    "listens": plays.get(&normalise(&a.name)).copied().unwrap_or(0),
+                })
+            })
+            .collect();
+        Json(json!({ "artists": list })).into_response()
+    })
+    .await
+}
+
+/// The library's song of a listened (artist, title), if there is one.
+fn song_for<'a>(cat: &'a Catalog, albums: &[usize], title: &str) -> Option<&'a Song> {
+    let want = normalise(title);
+    albums
+        .iter()
+        .flat_map(|&a| cat.albums[a].songs.iter())
+        .map(|&s| &cat.songs[s])
+        .find(|s| normalise(&s.title) == want)
+}
+
+/// An artist: its albums, the user's listens of it, and its ten most
+/// played tracks (from the history; those in the library can be played).
+pub(super) async fn artist(
+    State(st): State<AppState>,
+    Extension(music): Extension<Arc<Music>>,
+    h: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    with_catalog(st, music, &h, move |st, cat, user| {
+        let Some(a) = cat.artist(&id) else {
+            return err(StatusCode::NOT_FOUND, "no such artist");
+        };
+        let q = |limit| ChartQuery {
+            artist: Some(&a.name),
+            limit,
+            page: 1,
+            ..ChartQuery::default()
+        };
+        let listens = st
+            .listens
+            .chart(user, ChartKind::Artists, &q(1))
+            .rows
+            .first()
+            .map_or(0, |r| r.playcount);
+        let top = st.listens.chart(user, ChartKind::Tracks, &q(10));
+        let counts: Vec<u32> = top.rows.iter().map(|r| r.playcount).collect();
+        let ranks = crate::charts::shared_ranks(&counts, 1);
+        let tracks: Vec<Value> = top
+            .rows
+            .iter()
+            .zip(ranks)
+            .map(|(r, rank)| {
+                json!({
+                    "rank": rank, "title": r.name, "listens": r.playcount,
+                    "song": song_for(cat, &a.albums, &r.name).map(song_json),
+                })
+            })
+            .collect();
+        let albums: Vec<Value> = a
+            .albums
+            .iter()
+            .map(|&i| {
+                let al = &cat.albums[i];
+                let mut v = album_json(al);
+                v["tracks"] = al.songs.iter().map(|&s| song_json(&cat.songs[s])).collect();
+                v
+            })
+            .collect();
+        Json(json!({
+            "id": a.id, "name": a.name, "listens": listens,
+            "albums": albums, "top_tracks": tracks,
+        }))
+        .into_response()
+    })
+    .await
+}
