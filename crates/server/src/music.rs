@@ -37,6 +37,9 @@ pub struct Music {
     pub(crate) sessions: crate::web::Sessions,
     /// user → (song entry id, since, player name).
     playing: Mutex<HashMap<String, (u32, i64, String)>>,
+    /// The storage tiers, when `[tiers]` is configured: streams go
+    /// through them instead of straight to the music folder.
+    tiers: Option<Arc<spindle_tiers::Tiers>>,
 }
 
 /// How long a now-playing report lasts without another.
@@ -68,6 +71,7 @@ impl Music {
             metrics: Default::default(),
             sessions: Default::default(),
             playing: Mutex::new(HashMap::new()),
+            tiers: None,
         })
     }
 
@@ -82,6 +86,26 @@ impl Music {
             metrics: Default::default(),
             sessions: Default::default(),
             playing: Mutex::new(HashMap::new()),
+            tiers: None,
+        }
+    }
+
+    /// Streams through `tiers` (hot folder, cold replicas, failover).
+    pub fn with_tiers(mut self, tiers: Arc<spindle_tiers::Tiers>) -> Music {
+        self.tiers = Some(tiers);
+        self
+    }
+
+    /// The storage tiers, if configured.
+    pub fn tiers(&self) -> Option<&Arc<spindle_tiers::Tiers>> {
+        self.tiers.as_ref()
+    }
+
+    /// A song as the tiers name it: its path below its music folder.
+    pub fn track_of(song: &Song) -> spindle_tiers::TrackRef {
+        spindle_tiers::TrackRef {
+            key: song.path.clone(),
+            folder: Some(song.folder),
         }
     }
 

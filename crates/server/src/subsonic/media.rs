@@ -18,19 +18,29 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
     let id = c.req("id")?.to_owned();
     let music = c.music.clone();
     let metrics_of = c.music.clone();
-    let (path, ct, name) = tokio::task::spawn_blocking(move || {
+    let (path, ct, name, track) = tokio::task::spawn_blocking(move || {
         let cat = c.cat();
         let s = cat.song(&id).ok_or_else(|| not_found("Song"))?;
-        let path = music.file_of(s).ok_or_else(|| not_found("File"))?;
-        let name = path
+        let track = crate::Music::track_of(s);
+        // Through the tiers, the music folder is one copy among several.
+        let path = match music.tiers() {
+            Some(_) => None,
+            None => Some(music.file_of(s).ok_or_else(|| not_found("File"))?),
+        };
+        let name = s
+            .file
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Ok::<_, Fail>((path, s.content_type.clone(), name))
+        Ok::<_, Fail>((path, s.content_type.clone(), name, track))
     })
     .await
     .map_err(|_| Fail(0, "lookup failed".into()))??;
-    let (mut resp, sent) = serve_file(&path, &ct, headers, head).await;
+    let (mut resp, sent) = match (path, metrics_of.tiers()) {
+        (_, Some(tiers)) => crate::tiered::serve_track(tiers, &track, &ct, headers, head).await,
+        (Some(path), None) => serve_file(&path, &ct, headers, head).await,
+        (None, None) => return Err(not_found("File")),
+    };
     if sent.status < 300 {
         metrics_of.metrics.stream(sent.bytes);
     }
