@@ -6,7 +6,8 @@
 //! [`lastfm`] (Last.fm 2.0 at `/2.0/`), [`auth_page`] (the desktop-auth
 //! approval page), [`as12`] (Audioscrobbler 1.2 at `/?hs=true`),
 //! [`listenbrainz`] (ListenBrainz at `/1/…`), [`subsonic`] (the Subsonic
-//! API at `/rest/…`, streaming through [`stream`]) and `/metrics`. The
+//! API at `/rest/…`, streaming through [`stream`]), the [`web`] UI (with
+//! [`charts`] drawn as SVG) and `/metrics` (for a Spindle user). The
 //! music side — folders, the [`catalog::Catalog`] of songs, albums and
 //! artists, user stars and playlists — is a [`Music`] passed to
 //! [`router_with`] / [`serve_with`].
@@ -28,6 +29,7 @@ pub mod accounts;
 pub mod as12;
 pub mod auth_page;
 pub mod catalog;
+pub mod charts;
 pub mod lastfm;
 pub mod lfm_response;
 mod link;
@@ -66,38 +68,13 @@ pub fn router_with(state: AppState, music: Arc<Music>) -> axum::Router {
         .merge(listenbrainz::router())
         .merge(subsonic::router())
         .merge(web::router())
-        .route("/metrics", axum::routing::get(metrics_page))
+        .route("/metrics", axum::routing::get(metrics::page))
         // Bodies are read with their own limit (config.max_body) by the
         // handlers, which answer in their API's error format.
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn(web::index_or_next))
         .layer(axum::Extension(music))
         .with_state(state)
-}
-
-async fn metrics_page(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    axum::Extension(music): axum::Extension<Arc<Music>>,
-) -> axum::response::Response {
-    let m = music.clone();
-    let text = tokio::task::spawn_blocking(move || {
-        let cat = m.catalog(&state.db);
-        let entries = state.db.read().len();
-        m.metrics.render(
-            entries,
-            cat.songs.len(),
-            cat.albums.len(),
-            cat.artists.len(),
-        )
-    })
-    .await
-    .unwrap_or_default();
-    let mut r = axum::response::Response::new(axum::body::Body::from(text));
-    r.headers_mut().insert(
-        axum::http::header::CONTENT_TYPE,
-        axum::http::HeaderValue::from_static("text/plain; version=0.0.4"),
-    );
-    r
 }
 
 /// Serves until `shutdown` resolves, then finishes the requests in flight.
