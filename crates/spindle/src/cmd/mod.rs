@@ -11,6 +11,9 @@ pub mod query;
 pub mod scan;
 pub mod scrobble;
 pub mod serve;
+pub mod tiers_bench;
+pub mod tiers_ops;
+pub mod tiers_serve;
 pub mod user;
 
 use std::path::PathBuf;

@@ -67,7 +67,14 @@ pub fn run(
         scanned.removed,
         scanned.failed.len()
     );
-    let music = Arc::new(Music::new(&roots, data_dir).context("setting up the music folders")?);
+    let mut music = Music::new(&roots, data_dir).context("setting up the music folders")?;
+    // With a [tiers] section in the server config, streams go through the
+    // hot folder and the cold replicas (see docs/tiers.md).
+    let tiers = super::tiers_serve::load(data_dir, music.roots())?;
+    if let Some(t) = &tiers {
+        music = music.with_tiers(t.clone());
+    }
+    let music = Arc::new(music);
     let changed = music.clone();
     let _watcher = Watcher::start(
         db.clone(),
@@ -102,7 +109,11 @@ pub fn run(
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    let data = data_dir.to_owned();
     rt.block_on(async move {
+        if let Some(t) = &tiers {
+            super::tiers_serve::start(t, state.db.clone(), music.roots().to_vec(), &data);
+        }
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("listening on {listen}"))?;

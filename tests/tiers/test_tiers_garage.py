@@ -1,0 +1,266 @@
+"""Spindle's storage tiers against a real three-node Garage cluster.
+
+`scripts/garage-cluster.sh` starts Garage on loopback (three zones,
+replication factor 3, a bucket and a key). The music folder holds WAV
+files made with sox; `spindle tiers upload` copies them to the bucket so
+each has two copies (the music folder and Garage). `spindle serve` then
+runs with a hot folder and the S3 cold tier, and the music folder marked
+`down`, so every byte a client gets comes from Garage or the hot folder.
+A real HTTP client streams every track and compares bytes; the popular
+tracks must land in the hot folder and then be served from it; one Garage
+node is killed (kill -9) in the middle of a stream, which must finish
+byte-exact, and streaming goes on.
+
+SPINDLE_BIN names the binary (default target/release/spindle); the test
+runs only with SPINDLE_TIERS_TESTS=1 (scripts/ci.d/85-tiers.sh sets it).
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = os.environ.get("SPINDLE_BIN", str(ROOT / "target/release/spindle"))
+CLUSTER = str(ROOT / "scripts/garage-cluster.sh")
+PASSWORD = "correct horse"
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("SPINDLE_TIERS_TESTS") != "1",
+    reason="set SPINDLE_TIERS_TESTS=1 (needs garage and sox)",
+)
+
+
+def cli(data_dir, *args, stdin=None, env=None):
+    return subprocess.run(
+        [BIN, "--data-dir", data_dir, *args],
+        input=stdin, capture_output=True, text=True, check=True, env=env,
+    ).stdout
+
+
+def make_music(music):
+    """Six small tracks and one long one (about 21 MB, larger than the hot
+    budget, so it is always read from Garage)."""
+    files = {}
+    for i, hz in enumerate([220, 330, 440, 550, 660, 770]):
+        p = Path(music) / "Artist" / f"{i + 1:02d} tone {hz}.wav"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", str(p),
+                        "synth", "6", "sine", str(hz)], check=True)
+        files[p.name] = p
+    big = Path(music) / "Long" / "long noise.wav"
+    big.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", str(big),
+                    "synth", "120", "whitenoise"], check=True)
+    files[big.name] = big
+    return files
+
+
+class Cluster:
+    def __init__(self, path):
+        self.path = path
+        out = subprocess.run([CLUSTER, "start", path], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise AssertionError(f"garage cluster did not start:\n{out.stdout}\n{out.stderr}")
+        self.env = dict(line.split("=", 1) for line in out.stdout.strip().splitlines())
+
+    def kill(self, n):
+        subprocess.run([CLUSTER, "kill", self.path, str(n)], check=True)
+
+    def stop(self):
+        subprocess.run([CLUSTER, "stop", self.path], check=False)
+
+
+def write_config(path, music, hot, cluster, hot_budget):
+    e = cluster.env
+    endpoints = ", ".join(f'"{x}"' for x in e["GARAGE_ENDPOINTS"].split(","))
+    Path(path).write_text(f"""
+[tiers]
+mindevcount = 2
+promote_bandwidth = "64MiB"
+stall_timeout_ms = 3000
+retry_after_secs = 60
+
+[tiers.hot]
+path = "{hot}"
+budget = {hot_budget}
+
+# The music folder itself: marked down, so reads come from Garage or hot.
+[[tiers.cold]]
+name = "music"
+kind = "folder"
+path = "{music}"
+state = "down"
+
+[[tiers.cold]]
+name = "garage"
+kind = "s3"
+endpoints = [{endpoints}]
+region = "{e["GARAGE_REGION"]}"
+bucket = "{e["GARAGE_BUCKET"]}"
+access_key = "{e["GARAGE_ACCESS_KEY"]}"
+secret_key = "{e["GARAGE_SECRET_KEY"]}"
+path_style = true
+""")
+
+
+class Srv:
+    def auth(self):
+        return {"u": "ann", "p": "enc:" + PASSWORD.encode().hex(), "v": "1.16.1",
+                "c": "tiers-test", "f": "json"}
+
+    def url(self, method, **params):
+        q = urllib.parse.urlencode({**self.auth(), **params})
+        return f"{self.base}/rest/{method}?{q}"
+
+    def get_json(self, method, **params):
+        with urllib.request.urlopen(self.url(method, **params), timeout=30) as r:
+            return json.loads(r.read())["subsonic-response"]
+
+    def status(self):
+        return json.loads((Path(self.data_dir) / "tiers/status.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def setup():
+    if not shutil.which("sox"):
+        pytest.fail("sox is not installed")
+    tmp = tempfile.mkdtemp(prefix="spindle-tiers-")
+    cluster = Cluster(os.path.join(tmp, "garage"))
+    proc = None
+    try:
+        music = os.path.join(tmp, "music")
+        data_dir = os.path.join(tmp, "data")
+        hot = os.path.join(tmp, "hot")
+        files = make_music(music)
+        small = max(p.stat().st_size for n, p in files.items() if not n.startswith("long"))
+        # Room for three small tracks, never the long one.
+        budget = 3 * small + 1000
+        cfg = os.path.join(tmp, "server.toml")
+        write_config(cfg, os.path.realpath(music), hot, cluster, budget)
+        env = {**os.environ, "SPINDLE_SERVER_CONFIG": cfg}
+        cli(data_dir, "scan", music, env=env)
+        up = cli(data_dir, "tiers", "upload", "--music", music, env=env)
+        assert "7 tracks have 2 copies or more" in up, up
+        proc = subprocess.Popen(
+            [BIN, "--data-dir", data_dir, "serve", "--listen", "127.0.0.1:0", "--music", music],
+            stdout=subprocess.PIPE, text=True, env=env,
+        )
+        m = None
+        for _ in range(5):
+            line = proc.stdout.readline()
+            m = re.search(r"serving http://([0-9.]+):(\d+)/", line)
+            if m:
+                break
+        assert m, "the server printed no URL"
+        cli(data_dir, "user", "add", "ann", stdin=PASSWORD + "\n")
+        s = Srv()
+        s.base = f"http://{m.group(1)}:{m.group(2)}"
+        s.files, s.music, s.data_dir, s.hot, s.cluster, s.budget = files, music, data_dir, hot, cluster, budget
+        songs = s.get_json("search3", query="", songCount=100)["searchResult3"]["song"]
+        s.ids = {Path(x["path"]).name: x["id"] for x in songs}
+        assert set(s.ids) == set(files), (sorted(s.ids), sorted(files))
+        yield s
+    finally:
+        if proc:
+            proc.terminate()
+            proc.wait(timeout=15)
+        cluster.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def fetch(s, name, rng=None):
+    req = urllib.request.Request(s.url("stream", id=s.ids[name]))
+    if rng:
+        req.add_header("Range", rng)
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return r.status, r.headers.get("x-spindle-device"), r.read()
+
+
+def test_every_track_streams_byte_exact_from_garage(setup):
+    s = setup
+    for name, p in s.files.items():
+        status, device, body = fetch(s, name)
+        assert status == 200
+        assert device in ("garage", "hot"), device
+        assert body == p.read_bytes(), name
+    # A range, resumed in the middle.
+    p = s.files["long noise.wav"]
+    status, device, body = fetch(s, "long noise.wav", "bytes=1000000-1999999")
+    assert (status, device) == (206, "garage")
+    assert body == p.read_bytes()[1000000:2000000]
+    st = s.status()
+    music = next(d for d in st["devices"] if d["name"] == "music")
+    assert music["state"] == "down" and music["reads"] == 0
+    garage = next(d for d in st["devices"] if d["name"] == "garage")
+    assert garage["reads"] >= 1 and garage["ewma_ttfb_ms"] is not None
+
+
+def test_popular_tracks_fill_the_hot_folder_and_are_served_from_it(setup):
+    s = setup
+    popular = ["01 tone 220.wav", "02 tone 330.wav"]
+    for _ in range(4):
+        for name in popular:
+            assert fetch(s, name)[2] == s.files[name].read_bytes()
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        st = s.status()
+        if st["hot"]["files"] >= 2:
+            break
+        time.sleep(0.5)
+    st = s.status()
+    assert st["hot"]["used"] <= s.budget
+    objects = [p for p in Path(s.hot, "objects").rglob("*") if p.is_file()]
+    assert not [p for p in objects if p.name.endswith(".tmp")]
+    assert sum(p.stat().st_size for p in objects if not p.name.endswith(".sum")) <= s.budget
+    # Served from hot now (most of the time: reads are weighted by latency,
+    # and the hot folder is local).
+    seen = []
+    for _ in range(5):
+        for name in popular:
+            status, device, body = fetch(s, name)
+            assert body == s.files[name].read_bytes()
+            seen.append(device)
+    assert seen.count("hot") >= len(seen) // 2, seen
+    st = s.status()
+    assert st["hot"]["hits"] >= 1 and st["hot"]["bytes_from_hot"] > 0
+
+
+def test_a_garage_node_dies_mid_stream_and_the_stream_finishes_byte_exact(setup):
+    s = setup
+    p = s.files["long noise.wav"]
+    want = p.read_bytes()
+    before = s.status()["failovers"]
+    req = urllib.request.Request(s.url("stream", id=s.ids["long noise.wav"]))
+    with urllib.request.urlopen(req, timeout=60) as r:
+        assert r.headers.get("x-spindle-device") == "garage"
+        got = bytearray(r.read(256 * 1024))
+        # Node 1 is the first endpoint, the one serving now.
+        s.cluster.kill(1)
+        t0 = time.time()
+        while True:
+            chunk = r.read(256 * 1024)
+            if not chunk:
+                break
+            got.extend(chunk)
+    took = time.time() - t0
+    assert bytes(got) == want
+    assert took < 30, f"the rest of the stream took {took:.1f}s"
+    deadline = time.time() + 10
+    while time.time() < deadline and s.status()["failovers"] <= before:
+        time.sleep(0.5)
+    assert s.status()["failovers"] > before, "the stream never failed over"
+    # Streaming goes on with the node dead.
+    for name, f in s.files.items():
+        status, device, body = fetch(s, name)
+        assert status == 200 and body == f.read_bytes(), name
+    out = cli(s.data_dir, "tiers", "status")
+    assert "garage" in out and "hit ratio" in out, out
