@@ -3,10 +3,12 @@
 //! Two folders hold the same tracks. Each sits behind a throttled back
 //! end: the fast one serves 32 requests at once in 0.3 ms each (an SSD),
 //! the slow one one request at a time in 6 ms (a busy spinning disk, so
-//! its wait grows with its queue). Clients stream tracks through
+//! its wait grows with its queue). Requests stream tracks through
 //! [`spindle_tiers::Tiers`] twice, once choosing the device with the
 //! lowest `%util` (MogileFS's default, sampled every 100 ms as iostat
-//! would) and once by measured latency (Spindle's). Printed: p50/p99 time
+//! would) and once by measured latency (Spindle's). Requests arrive in an
+//! open loop at a fixed mean rate, so a slow choice makes queues grow
+//! instead of slowing the clients down. Printed: p50/p99 time
 //! to first byte and each device's share of the reads.
 
 use std::path::Path;
@@ -24,9 +26,9 @@ pub struct BenchArgs {
     /// Stream requests per run.
     #[arg(long, default_value_t = 4000)]
     pub requests: usize,
-    /// Concurrent clients.
-    #[arg(long, default_value_t = 16)]
-    pub clients: usize,
+    /// Mean arrival rate of stream requests per second (open loop).
+    #[arg(long, default_value_t = 1000.0)]
+    pub rate: f64,
     /// Tracks on each device.
     #[arg(long, default_value_t = 64)]
     pub tracks: usize,
@@ -105,38 +107,38 @@ async fn one_run(a: &BenchArgs, dir: &Path, choice: Choice) -> anyhow::Result<Ru
     }
     let tiers = Arc::new(tiers);
     tiers.start_background();
-    let per_client = a.requests.div_ceil(a.clients.max(1));
+    // Open loop: requests arrive at a fixed mean rate (exponential gaps,
+    // like listeners pressing play), whatever the devices' speed; time to
+    // first byte counts from the arrival.
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(a.seed);
     let t0 = Instant::now();
-    let mut handles = Vec::new();
-    for c in 0..a.clients.max(1) {
+    let mut at = Duration::ZERO;
+    let mut handles = Vec::with_capacity(a.requests);
+    for _ in 0..a.requests {
+        let gap: f64 = -(1.0 - rng.gen::<f64>()).ln() / a.rate;
+        at += Duration::from_secs_f64(gap);
+        let t = TrackRef {
+            key: format!("t{:04}.flac", rng.gen_range(0..a.tracks)),
+            folder: None,
+        };
+        tokio::time::sleep_until((t0 + at).into()).await;
         let tiers = tiers.clone();
-        let tracks = a.tracks;
-        let seed = a.seed.wrapping_mul(1000).wrapping_add(c as u64);
+        let arrived = Instant::now();
         handles.push(tokio::spawn(async move {
-            let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-            let mut out: Vec<(f64, String)> = Vec::with_capacity(per_client);
-            for _ in 0..per_client {
-                let t = TrackRef {
-                    key: format!("t{:04}.flac", rng.gen_range(0..tracks)),
-                    folder: None,
-                };
-                let start = Instant::now();
-                let mut s = tiers.open(&t, 0).await?;
-                let dev = s.device().to_owned();
-                let first = s.next_chunk().await.transpose()?;
-                let ttfb = start.elapsed().as_secs_f64() * 1000.0;
-                anyhow::ensure!(first.is_some(), "{}: empty stream", t.key);
-                while let Some(c) = s.next_chunk().await {
-                    c?;
-                }
-                out.push((ttfb, dev));
+            let mut s = tiers.open(&t, 0).await?;
+            let dev = s.device().to_owned();
+            let first = s.next_chunk().await.transpose()?;
+            let ttfb = arrived.elapsed().as_secs_f64() * 1000.0;
+            anyhow::ensure!(first.is_some(), "{}: empty stream", t.key);
+            while let Some(c) = s.next_chunk().await {
+                c?;
             }
-            anyhow::Ok(out)
+            anyhow::Ok((ttfb, dev))
         }));
     }
     let mut all = Vec::new();
     for h in handles {
-        all.extend(h.await??);
+        all.push(h.await??);
     }
     let elapsed = t0.elapsed();
     let fast_util = fast.busy().as_secs_f64() / elapsed.as_secs_f64();
@@ -180,10 +182,10 @@ pub fn measure(a: &BenchArgs) -> anyhow::Result<(RunResult, RunResult)> {
 /// The result table.
 pub fn render(a: &BenchArgs, util: &RunResult, lat: &RunResult) -> String {
     let mut s = format!(
-        "device choice: fast device {} ms × 32 at once, slow device {} ms × 1 at once; {} clients, {} reads per run of {} KiB tracks\n\n",
+        "device choice: fast device {} ms × 32 at once, slow device {} ms × 1 at once; {} requests/s arriving, {} reads per run of {} KiB tracks\n\n",
         a.fast_ms,
         a.slow_ms,
-        a.clients,
+        a.rate,
         util.reads,
         a.track_bytes / 1024
     );
