@@ -478,6 +478,26 @@ impl Tiers {
         self.devices[i].stats.util().unwrap_or(0.0)
     }
 
+    /// The length of `t` if a copy's length is known without opening it
+    /// (the hot folder, the replica index, a stat of the music folder).
+    pub fn known_len(&self, t: &TrackRef) -> Option<u64> {
+        if let Some(n) = self.hot.as_ref().and_then(|h| h.contains(&t.key)) {
+            return Some(n);
+        }
+        if let Some((_, n)) = self.index.devices_of(&t.key).first() {
+            return Some(*n);
+        }
+        let d = self
+            .devices
+            .iter()
+            .find(|d| t.folder.is_some() && d.music_folder == t.folder)?;
+        let path = d.backend.local_path()?.join(&t.key);
+        std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+    }
+
     /// Opens `t` at byte `offset` on the best copy; failing copies are
     /// skipped. The stream fails over mid-way (see [`TierStream`]).
     pub async fn open(
