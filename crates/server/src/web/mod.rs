@@ -245,15 +245,25 @@ async fn stream(
     let found = tokio::task::spawn_blocking(move || {
         let cat = m.catalog(&st.db);
         let s = cat.song(&id)?;
-        Some((m.file_of(s)?, s.content_type.clone()))
+        // Through the tiers, the music folder is one copy among several.
+        let path = match m.tiers() {
+            Some(_) => None,
+            None => Some(m.file_of(s)?),
+        };
+        Some((path, s.content_type.clone(), Music::track_of(s)))
     })
     .await
     .ok()
     .flatten();
-    let Some((path, ct)) = found else {
+    let Some((path, ct, track)) = found else {
         return err(StatusCode::NOT_FOUND, "no such song");
     };
-    let (r, sent) = crate::stream::serve_file(&path, &ct, &h, method == Method::HEAD).await;
+    let head = method == Method::HEAD;
+    let (r, sent) = match (path, music.tiers()) {
+        (_, Some(tiers)) => crate::tiered::serve_track(tiers, &track, &ct, &h, head).await,
+        (Some(path), None) => crate::stream::serve_file(&path, &ct, &h, head).await,
+        (None, None) => return err(StatusCode::NOT_FOUND, "no such song"),
+    };
     if sent.status < 300 {
         music.metrics.stream(sent.bytes);
     }
