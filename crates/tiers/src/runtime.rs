@@ -810,7 +810,9 @@ impl Tiers {
         }
         for (name, l) in self.index.devices_of(&t.key) {
             if let Some(i) = self.device_by_name(&name) {
-                if l == len && !have.contains(&i) {
+                // A copy on a device marked down does not count: upload
+                // again makes up for it elsewhere.
+                if l == len && !have.contains(&i) && self.devices[i].state != DeviceState::Down {
                     have.push(i);
                 }
             }
@@ -1189,6 +1191,85 @@ mod tests {
             assert_eq!(read_all(&mut s).await.unwrap(), &data[150_000..250_000]);
         }
         assert!(failovers > 0, "no round ever failed over");
+    }
+
+    #[tokio::test]
+    async fn upload_fills_mindevcount_copies_and_skips_devices_marked_down() {
+        use crate::config::{ColdConfig, HotConfig};
+        let d = tempfile::tempdir().unwrap();
+        let music = d.path().join("music");
+        std::fs::create_dir_all(music.join("A")).unwrap();
+        let src = music.join("A/t.flac");
+        std::fs::write(&src, vec![5u8; 70_000]).unwrap();
+        let folder = |name: &str, state| ColdConfig {
+            name: name.into(),
+            state,
+            kind: ColdKind::Folder {
+                path: d.path().join(name),
+            },
+        };
+        let cfg = |b_state| TiersConfig {
+            cold: vec![
+                folder("a", DeviceState::Alive),
+                folder("b", b_state),
+                folder("c", DeviceState::Alive),
+            ],
+            hot: Some(HotConfig {
+                path: d.path().join("hot"),
+                budget: 1 << 20,
+            }),
+            mindevcount: 3,
+            ..TiersConfig::default()
+        };
+        let data = d.path().join("data");
+        let t = TrackRef {
+            key: "A/t.flac".into(),
+            folder: Some(0),
+        };
+        let tiers = Tiers::new(
+            cfg(DeviceState::Alive),
+            &[music.clone()],
+            &data,
+            Box::new(DecayedLfu::new(1 << 20)),
+        )
+        .unwrap();
+        assert_eq!(tiers.replicate(&t, &src).await.unwrap(), 3);
+        let mut on: Vec<String> = tiers
+            .index()
+            .devices_of("A/t.flac")
+            .into_iter()
+            .map(|x| x.0)
+            .collect();
+        on.sort();
+        assert_eq!(on, ["a", "b"]);
+        assert_eq!(
+            std::fs::read(d.path().join("b/A/t.flac")).unwrap().len(),
+            70_000
+        );
+        drop(tiers);
+        // b goes down: its copy no longer counts and c gets one.
+        let tiers = Tiers::new(
+            cfg(DeviceState::Down),
+            &[music.clone()],
+            &data,
+            Box::new(DecayedLfu::new(1 << 20)),
+        )
+        .unwrap();
+        assert_eq!(tiers.replicate(&t, &src).await.unwrap(), 3);
+        assert!(d.path().join("c/A/t.flac").exists());
+        // Reads skip the down device and the music folder (named music1).
+        let tiers = Arc::new(tiers);
+        let s = tiers.open(&t, 0).await.unwrap();
+        assert_ne!(s.device(), "b");
+        let st = tiers.status();
+        assert_eq!(
+            st.devices
+                .iter()
+                .map(|x| x.name.as_str())
+                .collect::<Vec<_>>(),
+            ["hot", "music1", "a", "b", "c"]
+        );
+        assert_eq!(st.devices[3].state, "down");
     }
 
     #[tokio::test]
