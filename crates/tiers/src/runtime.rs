@@ -1228,7 +1228,7 @@ mod tests {
         };
         let tiers = Tiers::new(
             cfg(DeviceState::Alive),
-            &[music.clone()],
+            std::slice::from_ref(&music),
             &data,
             Box::new(DecayedLfu::new(1 << 20)),
         )
@@ -1250,7 +1250,7 @@ mod tests {
         // b goes down: its copy no longer counts and c gets one.
         let tiers = Tiers::new(
             cfg(DeviceState::Down),
-            &[music.clone()],
+            std::slice::from_ref(&music),
             &data,
             Box::new(DecayedLfu::new(1 << 20)),
         )
