@@ -92,10 +92,19 @@ class Page:
             await asyncio.sleep(0.1)
         raise AssertionError(f"timed out waiting for {expr}")
 
-    async def screenshot(self, path):
-        r = await self.call("Page.captureScreenshot", format="png")
+    async def screenshot(self, path, full=False):
+        """Saves a PNG of the viewport, or of the whole page if `full`."""
+        params = {"format": "png"}
+        if full:
+            m = await self.call("Page.getLayoutMetrics")
+            size = m.get("cssContentSize") or m["contentSize"]
+            params.update(captureBeyondViewport=True, clip={
+                "x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1})
+        r = await self.call("Page.captureScreenshot", **params)
+        data = base64.b64decode(r["data"])
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000, "not a screenshot"
         with open(path, "wb") as f:
-            f.write(base64.b64decode(r["data"]))
+            f.write(data)
 
 
 async def with_page(browser, fn):

@@ -450,8 +450,8 @@ pub fn ranked_svg(id: &str, title: &str, noun: &str, rows: &[Ranked]) -> String 
         } else {
             format!(
                 r#"{}<tspan fill="{FAINT}"> · {}</tspan>"#,
-                esc(&clip(&r.name, 28)),
-                esc(&clip(&r.by, 16))
+                esc(&clip(&r.name, 30)),
+                esc(&clip(&r.by, 22))
             )
         };
         let label = format!(r#"<text x="38" y="{text_y:.1}" fill="{INK}">{name}</text>"#);

@@ -371,6 +371,10 @@ audio.addEventListener("ended", () => step(1));
 
 // ---- now playing and recent listens ----
 
+function when(secs) {
+  return new Date(secs * 1000).toLocaleString([], { dateStyle: "short", timeStyle: "short" });
+}
+
 async function refreshActivity() {
   if (!loggedIn) return;
   const [now, recent] = await Promise.all([api("/ui/api/now"), api("/ui/api/recent")]);
@@ -383,7 +387,7 @@ async function refreshActivity() {
   if (recent.ok) {
     $("recent-count").textContent = `(${recent.body.total})`;
     $("recent").replaceChildren(...recent.body.listens.map((l) =>
-      el("li", { textContent: `${l.title} — ${l.artist} · ${new Date(l.at * 1000).toLocaleString()}` })));
+      el("li", { textContent: `${l.title} — ${l.artist} · ${when(l.at)}` })));
   }
 }
 setInterval(() => { if (!document.hidden) refreshActivity(); }, 5000);

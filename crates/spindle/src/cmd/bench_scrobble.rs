@@ -476,6 +476,48 @@ fn chart(n: usize) -> anyhow::Result<()> {
             }
         );
     }
+    // What the web UI's charts page asks for: a from/to range (whole days
+    // from the buckets, the edges from the time index) and the listens of
+    // 12 months drawn as SVG.
+    let day = 86_400;
+    let t = Instant::now();
+    let c = store.chart(
+        "bench",
+        ChartKind::Albums,
+        &spindle_listens::ChartQuery {
+            from: Some(now - 200 * day + 4_321),
+            to: Some(now - 20 * day - 1_234),
+            artist: None,
+            limit: 10,
+            page: 1,
+        },
+    );
+    let el = t.elapsed();
+    println!(
+        "| top albums, a 180-day from/to range ({} albums) | {:.2} ms ({}) |",
+        c.total,
+        el.as_secs_f64() * 1e3,
+        if el.as_millis() < 50 {
+            "PASS <50 ms"
+        } else {
+            "MISS"
+        }
+    );
+    let t = Instant::now();
+    let from = now - 365 * day;
+    let (_, cols) = spindle_server::charts::columns(&store.per_day("bench", Some(from)), from, now);
+    let svg = spindle_server::charts::time_svg("bench", "Listens per week", "listen", &cols);
+    let el = t.elapsed();
+    println!(
+        "| listens per week over 12 months, drawn as SVG ({} KiB) | {:.2} ms ({}) |",
+        svg.len() / 1024,
+        el.as_secs_f64() * 1e3,
+        if el.as_millis() < 50 {
+            "PASS <50 ms"
+        } else {
+            "MISS"
+        }
+    );
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
