@@ -73,6 +73,8 @@ pub fn router_with(state: AppState, music: Arc<Music>) -> axum::Router {
         // handlers, which answer in their API's error format.
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn(web::index_or_next))
+        // Counts every request under its API for /metrics.
+        .layer(axum::middleware::from_fn(metrics::count))
         .layer(axum::Extension(music))
         .with_state(state)
 }

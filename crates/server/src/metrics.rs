@@ -1,5 +1,6 @@
 //! Counters for `/metrics` (Prometheus text format): requests, bytes
-//! streamed, streams started, request latency, library size; and the page
+//! streamed, streams started, request latency, library size, requests and
+//! errors per API (a middleware over every route); and the page
 //! itself, which answers only a Spindle user: a web UI session cookie,
 //! HTTP Basic with the user's name and password (Prometheus'
 //! `basic_auth`), or `Authorization: Bearer TOKEN` with the user's token
@@ -24,8 +25,40 @@ use crate::state::AppState;
 /// Upper bounds of the latency histogram, seconds.
 const BUCKETS: [f64; 10] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
 
+/// The APIs counted apart, by path.
+const APIS: [&str; 7] = [
+    "subsonic",
+    "lastfm",
+    "listenbrainz",
+    "audioscrobbler",
+    "web",
+    "metrics",
+    "other",
+];
+
+fn api_of(path: &str, query: Option<&str>) -> usize {
+    let p = |prefix: &str| path.starts_with(prefix);
+    if p("/rest/") {
+        0
+    } else if p("/2.0") || p("/api/auth") {
+        1
+    } else if p("/1/") {
+        2
+    } else if p("/as12/") || (path == "/" && query.is_some_and(|q| q.contains("hs="))) {
+        3
+    } else if p("/ui/") || path == "/" {
+        4
+    } else if path == "/metrics" {
+        5
+    } else {
+        6
+    }
+}
+
 #[derive(Default)]
 pub struct Metrics {
+    by_api: [AtomicU64; APIS.len()],
+    errors_by_api: [AtomicU64; APIS.len()],
     requests: AtomicU64,
     errors: AtomicU64,
     streams: AtomicU64,
@@ -57,6 +90,18 @@ impl Metrics {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
+    /// A request to any API answered with `status`.
+    pub fn api_request(&self, api: usize, status: u16) {
+        if let Some(c) = self.by_api.get(api) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        if status >= 400 {
+            if let Some(c) = self.errors_by_api.get(api) {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// The text exposition, with the library's size.
     pub fn render(&self, entries: usize, songs: usize, albums: usize, artists: usize) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -84,6 +129,18 @@ impl Metrics {
             g(&self.latency_sum_us) as f64 / 1e6
         );
         let _ = writeln!(s, "spindle_request_duration_seconds_count {n}");
+        let _ = writeln!(s, "# HELP spindle_api_requests_total Requests by API (HTTP status of any kind).\n# TYPE spindle_api_requests_total counter");
+        for (name, c) in APIS.iter().zip(&self.by_api) {
+            let _ = writeln!(s, "spindle_api_requests_total{{api=\"{name}\"}} {}", g(c));
+        }
+        let _ = writeln!(s, "# HELP spindle_api_request_errors_total Requests by API answered with an HTTP status of 400 or more (Subsonic errors travel in 200 answers and are counted in spindle_http_request_errors_total).\n# TYPE spindle_api_request_errors_total counter");
+        for (name, c) in APIS.iter().zip(&self.errors_by_api) {
+            let _ = writeln!(
+                s,
+                "spindle_api_request_errors_total{{api=\"{name}\"}} {}",
+                g(c)
+            );
+        }
         let _ = writeln!(s, "# HELP spindle_library_entries Entries in the library.\n# TYPE spindle_library_entries gauge\nspindle_library_entries {entries}");
         let _ = writeln!(s, "# HELP spindle_library_songs Playable songs under the music folders.\n# TYPE spindle_library_songs gauge\nspindle_library_songs {songs}");
         let _ = writeln!(
@@ -96,6 +153,17 @@ impl Metrics {
         );
         s
     }
+}
+
+/// Middleware over every route: counts each request under its API.
+pub async fn count(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let api = api_of(req.uri().path(), req.uri().query());
+    let music = req.extensions().get::<Arc<Music>>().cloned();
+    let r = next.run(req).await;
+    if let Some(m) = music {
+        m.metrics.api_request(api, r.status().as_u16());
+    }
+    r
 }
 
 /// Who a `/metrics` request is: `Ok(user)`, or `Err(true)` when it sent
@@ -200,7 +268,26 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::base64_decode;
+    use super::{api_of, base64_decode, APIS};
+
+    #[test]
+    fn requests_are_counted_under_their_api() {
+        let cases = [
+            ("/rest/ping.view", None, "subsonic"),
+            ("/2.0/", Some("method=auth.getToken"), "lastfm"),
+            ("/api/auth/", None, "lastfm"),
+            ("/1/submit-listens", None, "listenbrainz"),
+            ("/", Some("hs=true&p=1.2"), "audioscrobbler"),
+            ("/as12/submissions", None, "audioscrobbler"),
+            ("/", None, "web"),
+            ("/ui/chart/listens.svg", Some("period=7day"), "web"),
+            ("/metrics", None, "metrics"),
+            ("/favicon.ico", None, "other"),
+        ];
+        for (path, q, want) in cases {
+            assert_eq!(APIS[api_of(path, q)], want, "{path}");
+        }
+    }
 
     #[test]
     fn base64_of_basic_credentials() {

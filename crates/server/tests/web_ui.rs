@@ -639,6 +639,12 @@ async fn metrics_answer_a_user_by_basic_bearer_or_session_and_refuse_others() {
         if s == StatusCode::OK {
             let text = String::from_utf8(body).unwrap();
             assert!(text.contains("spindle_library_songs 8"), "{text}");
+            // The refusals before this one were counted, under their API.
+            assert!(
+                text.contains(r#"spindle_api_request_errors_total{api="metrics"} "#)
+                    && !text.contains(r#"spindle_api_request_errors_total{api="metrics"} 0"#),
+                "{text}"
+            );
         }
     }
     let ann = session(&app, "ann", "pw").await;
