@@ -5,7 +5,9 @@
 # scrobble, stars, playlists, the folder watcher, refusals and path
 # traversal in every id parameter. Then headless Chromium (Debian's, driven
 # over the DevTools protocol) through the web UI: log in, search, open an
-# album, play, and check the <audio> time advances.
+# album, play, and check the <audio> time advances; then an artist page,
+# the queue, now playing, recent listens after a scrobble, and the SVG
+# charts with their bars.
 apt_install sox chromium python3-venv
 [[ -x "$ROOT/.venv/bin/pip" ]] || python3 -m venv "$ROOT/.venv"
 missing=()
