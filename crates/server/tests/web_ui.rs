@@ -389,6 +389,10 @@ async fn now_playing_and_recent_listens_follow_every_players_reports() {
     assert_eq!(s, StatusCode::NOT_FOUND);
     let (s, _, _) = send(&app, playing(Some(&ann), true, None, "not json")).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
+    // A huge body is refused, not read into memory.
+    let big = format!(r#"{{"id":{hum},"pad":"{}"}}"#, "x".repeat(1 << 20));
+    let (s, _, _) = send(&app, playing(Some(&ann), true, None, &big)).await;
+    assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(state.listens.summary("ann").playcount, 2);
 }
 
@@ -585,6 +589,16 @@ async fn every_ui_route_refuses_no_session_a_wrong_one_and_an_ended_one() {
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     let (s, _, _) = send(&app, playing(Some(&ended), true, None, body)).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
+    // A login body larger than a login is refused before it is parsed.
+    let (s, c, _) = send(
+        &app,
+        Request::post("/ui/login")
+            .header("x-spindle-csrf", "1")
+            .body(Body::from(vec![b' '; 1 << 20]))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((s, c), (StatusCode::PAYLOAD_TOO_LARGE, None));
     // Logout is a POST with the token too: without it the session stays.
     let (s, _, _) = send(
         &app,

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use spindle_listens::{Listen, RecentQuery};
 
-use super::{csrf_ok, err, session_user, with_catalog};
+use super::{csrf_ok, err, session_user, small_json, with_catalog};
 use crate::music::Music;
 use crate::state::AppState;
 
@@ -76,7 +76,7 @@ pub(super) async fn playing(
     State(st): State<AppState>,
     Extension(music): Extension<Arc<Music>>,
     h: HeaderMap,
-    body: axum::body::Bytes,
+    body: axum::body::Body,
 ) -> Response {
     if !csrf_ok(&h) {
         return err(StatusCode::FORBIDDEN, "cross-site request refused");
@@ -84,9 +84,9 @@ pub(super) async fn playing(
     let Some(user) = session_user(&st, &music, &h) else {
         return err(StatusCode::UNAUTHORIZED, "not logged in");
     };
-    let p: Playing = match serde_json::from_slice(&body) {
+    let p: Playing = match small_json(body).await {
         Ok(p) => p,
-        Err(e) => return err(StatusCode::BAD_REQUEST, &format!("bad report: {e}")),
+        Err(r) => return r,
     };
     let now = st.now();
     let (st2, m2, u2) = (st.clone(), music.clone(), user.clone());

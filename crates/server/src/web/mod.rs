@@ -161,11 +161,15 @@ async fn login(
     State(st): State<AppState>,
     Extension(music): Extension<Arc<Music>>,
     h: HeaderMap,
-    Json(form): Json<LoginForm>,
+    body: Body,
 ) -> Response {
     if !csrf_ok(&h) {
         return err(StatusCode::FORBIDDEN, "cross-site request refused");
     }
+    let form: LoginForm = match small_json(body).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
     let acc = st.accounts.clone();
     let (user, pw) = (form.user.clone(), form.password);
     let good = tokio::task::spawn_blocking(move || acc.check_password(&user, &pw))
@@ -211,6 +215,19 @@ async fn me(
         Some(u) => Json(json!({ "user": u })).into_response(),
         None => err(StatusCode::UNAUTHORIZED, "not logged in"),
     }
+}
+
+/// Largest body a UI POST may send.
+const MAX_UI_BODY: usize = 16 << 10;
+
+/// Reads a JSON body of at most [`MAX_UI_BODY`] bytes (the server's
+/// global body limit is off; each API sets its own).
+pub(crate) async fn small_json<T: serde::de::DeserializeOwned>(body: Body) -> Result<T, Response> {
+    let bytes = axum::body::to_bytes(body, MAX_UI_BODY)
+        .await
+        .map_err(|_| err(StatusCode::PAYLOAD_TOO_LARGE, "request too large"))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| err(StatusCode::BAD_REQUEST, &format!("bad request body: {e}")))
 }
 
 /// Runs `f` over the catalog on a blocking thread, for a logged-in user.
