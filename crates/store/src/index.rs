@@ -87,7 +87,6 @@ impl KeyIndex {
         let mut by_int: HashMap<i64, Vec<Posting>> = HashMap::new();
         let mut postings = 0usize;
         let mut ints = 0usize;
-        let mut strs: HashMap<u32, u32> = HashMap::new();
         for (id, props) in lib.entries.iter().enumerate() {
             let Some(props) = props else { continue };
             for p in Library::key_props(props, key) {
@@ -103,12 +102,12 @@ impl KeyIndex {
                     }
                     Val::Str(s) => {
                         let f = strings.folded(s);
-                        *strs.entry(f).or_insert(0) += 1;
                         by_str.entry(f).or_default().push(posting);
                     }
                 }
             }
         }
+        let strs: HashMap<u32, u32> = by_str.iter().map(|(&f, l)| (f, l.len() as u32)).collect();
         let mut ord_runs: Vec<(Box<[u8]>, Vec<Posting>)> =
             Vec::with_capacity(by_str.len() + by_int.len());
         // Words borrow from the string arena; only distinct words are

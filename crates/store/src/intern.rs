@@ -75,6 +75,24 @@ impl Interner {
         id
     }
 
+    /// Make room for `strings` more strings of `bytes` bytes in all, so
+    /// a bulk load does not grow the table step by step.
+    pub fn reserve(&mut self, strings: usize, bytes: usize) {
+        let Self {
+            arena,
+            offsets,
+            folded,
+            table,
+            hasher,
+        } = self;
+        offsets.reserve(strings);
+        folded.reserve(strings);
+        table.reserve(strings, |&other| {
+            hasher.hash_one(slice(arena, offsets, other))
+        });
+        arena.reserve(bytes);
+    }
+
     /// The id of `s` if interned.
     pub fn get(&self, s: &str) -> Option<u32> {
         let hash = self.hasher.hash_one(s);

@@ -206,6 +206,27 @@ impl From<FormatError> for ReadError {
 /// slot per id up to the highest, and a real library needs all of them.
 pub(crate) const NO_SLOT_LIMIT: u64 = 1 << 32;
 
+/// The strings the STRINGS chunks declare, and their payload bytes: a
+/// first pass over the chunk headers only. Stops quietly at anything
+/// malformed; the real reading reports it.
+fn string_totals(mut rest: &[u8]) -> (usize, usize) {
+    let (mut n, mut bytes) = (0usize, 0usize);
+    while rest.len() >= 5 {
+        let len = u32::from_le_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
+        let Some(payload) = rest.get(5..5usize.saturating_add(len)) else {
+            break;
+        };
+        if rest[0] == C_STRINGS {
+            if let Ok(count) = Reader::new(payload).varint() {
+                n = n.saturating_add(usize::try_from(count).unwrap_or(usize::MAX));
+                bytes = bytes.saturating_add(len);
+            }
+        }
+        rest = rest.get(5 + len + 4..).unwrap_or(&[]);
+    }
+    (n, bytes)
+}
+
 /// Read a data file into a library (indexes are rebuilt by the caller).
 /// Returns the library, the file's generation and the indexed keys.
 ///
@@ -225,6 +246,14 @@ pub(crate) fn read(bytes: &[u8], max_slots: u64) -> Result<(Library, u64, Vec<St
         return Err(ReadError::Corrupt("header checksum mismatch".into()));
     }
     let mut lib = Library::new();
+    // Size the string table once: the STRINGS chunks say how many strings
+    // they hold (a string takes at least one byte, which bounds what a
+    // damaged count can ask for).
+    let (nstrings, string_bytes) = string_totals(&bytes[HEADER_LEN..]);
+    lib.strings.reserve(
+        (nstrings + nstrings / 4).min(bytes.len()),
+        string_bytes.min(bytes.len()),
+    );
     let mut keys: Vec<u32> = Vec::new();
     let mut srcs: Vec<u16> = Vec::new();
     let mut strs: Vec<u32> = Vec::new();
