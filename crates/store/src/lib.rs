@@ -32,6 +32,7 @@
 
 mod check;
 mod codec;
+mod column;
 mod db;
 mod engine;
 pub mod error;
@@ -52,4 +53,5 @@ pub use engine::Ids;
 pub use error::{CommitError, CompactError, OpenError, QueryError};
 pub use model::{Library, ValueRef, PARENT_KEY};
 pub use op::Op;
+pub use query::Rows;
 pub use spindle_query::Value;

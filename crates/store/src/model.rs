@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use spindle_query::{SourcePref, Value};
 
+use crate::column::{Column, ColumnCache};
 use crate::error::CommitError;
 use crate::index::KeyIndex;
 use crate::intern::Interner;
@@ -88,6 +89,8 @@ pub struct Library {
     /// Indexes by key id.
     pub(crate) indexes: BTreeMap<u32, KeyIndex>,
     pub(crate) collections: BTreeMap<String, String>,
+    /// Best-value columns, a read cache kept current by [`Library::apply`].
+    pub(crate) columns: ColumnCache,
 }
 
 impl Library {
@@ -341,6 +344,7 @@ impl Library {
                     return;
                 };
                 if let Some(props) = slot.take() {
+                    self.columns.update(*id, None, None);
                     self.live -= 1;
                     self.props -= props.len();
                     for p in props {
@@ -358,8 +362,13 @@ impl Library {
                     return;
                 }
                 let k = self.keys.intern(key);
+                let known = self.sources.len();
                 let s = self.sources.intern(source);
                 let Ok(src) = u16::try_from(s) else { return };
+                if self.sources.len() != known {
+                    // Every ranking gains a source: start the columns over.
+                    self.columns.clear();
+                }
                 let val = match value {
                     Value::Int(i) => Val::Int(*i),
                     Value::Str(st) => Val::Str(self.strings.intern(st)),
@@ -370,6 +379,7 @@ impl Library {
                 };
                 if let Err(pos) = props.binary_search(&prop) {
                     props.insert(pos, prop);
+                    self.columns.update(*entry, Some(k), Some(props));
                     self.props += 1;
                     self.index(*entry, prop);
                 }
@@ -400,6 +410,7 @@ impl Library {
                 };
                 if let Ok(pos) = props.binary_search(&prop) {
                     props.remove(pos);
+                    self.columns.update(*entry, Some(k), Some(props));
                     self.props -= 1;
                     self.unindex(*entry, prop);
                 }
@@ -424,6 +435,9 @@ impl Library {
                     }
                     !hit
                 });
+                if !removed.is_empty() {
+                    self.columns.update(*entry, Some(k), Some(props));
+                }
                 self.props -= removed.len();
                 for p in removed {
                     self.unindex(*entry, p);
@@ -487,5 +501,17 @@ impl Library {
                 .values()
                 .map(KeyIndex::heap_bytes)
                 .sum::<usize>()
+            + self.columns.heap_bytes()
+    }
+
+    /// The best-value column of `key` under `ranks`: the cached one, or
+    /// (when `build`) a new one.
+    pub(crate) fn column(
+        &self,
+        key: u32,
+        ranks: &Ranks,
+        build: bool,
+    ) -> Option<std::sync::Arc<Column>> {
+        self.columns.get(self, key, ranks, build)
     }
 }

@@ -2,9 +2,65 @@
 
 use spindle_query::{Coll, FetchSpec, SourcePref};
 
+use crate::column::{Cell, Column};
 use crate::engine::{self, Evaluator, Ids};
 use crate::error::QueryError;
-use crate::model::{Library, ValueRef};
+use crate::model::{Library, Prop, Ranks, ValueRef};
+
+/// Fewest rows for which a fetch builds a column it does not have yet.
+const COLUMN_WORTH_IT: usize = 4096;
+
+/// How a fetched field is read.
+enum F {
+    Id,
+    Column(u32, std::sync::Arc<Column>),
+    Key(u32),
+    None,
+}
+
+/// Fetched rows, stored flat: `width` cells per row.
+#[derive(Debug, Clone, Default)]
+pub struct Rows<'a> {
+    width: usize,
+    cells: Vec<Option<ValueRef<'a>>>,
+}
+
+impl<'a> Rows<'a> {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.cells.len().checked_div(self.width).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Cells per row (the fields asked for).
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    pub fn iter(&self) -> std::slice::ChunksExact<'_, Option<ValueRef<'a>>> {
+        self.cells.chunks_exact(self.width.max(1))
+    }
+}
+
+impl<'a> std::ops::Index<usize> for Rows<'a> {
+    type Output = [Option<ValueRef<'a>>];
+
+    fn index(&self, i: usize) -> &Self::Output {
+        &self.cells[i * self.width..(i + 1) * self.width]
+    }
+}
+
+impl<'r, 'a> IntoIterator for &'r Rows<'a> {
+    type Item = &'r [Option<ValueRef<'a>>];
+    type IntoIter = std::slice::ChunksExact<'r, Option<ValueRef<'a>>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
 
 impl Library {
     /// The ids a collection selects, in result order.
@@ -30,30 +86,31 @@ impl Library {
 
     /// For each id, the first best-source value of each field (`"id"` is
     /// the entry id). The fast path behind `spindle query --fetch`.
-    pub fn fetch_rows<'a>(
-        &'a self,
-        ids: &[u32],
-        fields: &[&str],
-        pref: &SourcePref,
-    ) -> Vec<Vec<Option<ValueRef<'a>>>> {
+    ///
+    /// Large fetches read best-value columns (built on first use, then
+    /// kept current); small ones read the entries, unless the columns
+    /// are there already.
+    pub fn fetch_rows<'a>(&'a self, ids: &[u32], fields: &[&str], pref: &SourcePref) -> Rows<'a> {
         let ranks = self.ranks(pref);
-        enum F {
-            Id,
-            Key(u32),
-            None,
-        }
+        let build = ids.len() >= COLUMN_WORTH_IT.max(self.entries.len() / 16);
         let fs: Vec<F> = fields
             .iter()
             .map(|f| {
                 if *f == "id" || *f == crate::model::PARENT_KEY {
                     F::Id
                 } else {
-                    self.keys.get(f).map_or(F::None, F::Key)
+                    match self.keys.get(f) {
+                        None => F::None,
+                        Some(k) => match self.column(k, &ranks, build) {
+                            Some(col) => F::Column(k, col),
+                            None => F::Key(k),
+                        },
+                    }
                 }
             })
             .collect();
-        // Keys the fields ask for, sorted, so one walk over an entry's
-        // (key-sorted) properties serves every field.
+        // Keys read from the entries, sorted, so one walk over an entry's
+        // (key-sorted) properties serves every such field.
         let mut wanted: Vec<(u32, usize)> = fs
             .iter()
             .enumerate()
@@ -64,34 +121,61 @@ impl Library {
             .collect();
         wanted.sort_unstable();
         let width = fields.len();
-        ids.iter()
-            .map(|&id| {
-                let mut row: Vec<Option<ValueRef<'a>>> = vec![None; width];
+        let mut cells: Vec<Option<ValueRef<'a>>> = Vec::with_capacity(ids.len() * width);
+        for &id in ids {
+            let row = cells.len();
+            let mut slow = false;
+            for f in &fs {
+                cells.push(match f {
+                    F::Id => Some(ValueRef::Int(i64::from(id))),
+                    F::None | F::Key(_) => None,
+                    F::Column(_, col) => match col.get(id) {
+                        Cell::None => None,
+                        Cell::One(v) => Some(self.value_ref(v)),
+                        Cell::Slow => {
+                            slow = true;
+                            None
+                        }
+                    },
+                });
+            }
+            if wanted.is_empty() && !slow {
+                continue;
+            }
+            let props = self.entry(id).unwrap_or(&[]);
+            let row = &mut cells[row..];
+            if slow || wanted.len() == 1 {
                 for (i, f) in fs.iter().enumerate() {
-                    if let F::Id = f {
-                        row[i] = Some(ValueRef::Int(i64::from(id)));
-                    }
+                    let k = match f {
+                        F::Column(k, col) if col.get(id) == Cell::Slow => *k,
+                        F::Key(k) => *k,
+                        _ => continue,
+                    };
+                    row[i] = self.first_best(props, k, &ranks);
                 }
-                let props = self.entry(id).unwrap_or(&[]);
+            } else {
                 let mut rest = props;
                 for &(k, i) in &wanted {
                     let start = rest.iter().position(|p| p.key >= k).unwrap_or(rest.len());
                     rest = &rest[start..];
                     let n = rest.iter().take_while(|p| p.key == k).count();
-                    let kp = &rest[..n];
-                    row[i] = match kp {
-                        [] => None,
-                        [one] => (ranks.rank.get(one.src as usize).copied()
-                            != Some(crate::model::IGNORED))
-                        .then(|| self.value_ref(one.val)),
-                        many => Library::best(many, k, &ranks)
-                            .next()
-                            .map(|p| self.value_ref(p.val)),
-                    };
+                    row[i] = self.first_best(&rest[..n], k, &ranks);
                 }
-                row
-            })
-            .collect()
+            }
+        }
+        Rows { width, cells }
+    }
+
+    /// The first best-source value of `key` among `props`.
+    fn first_best(&self, props: &[Prop], k: u32, ranks: &Ranks) -> Option<ValueRef<'_>> {
+        match Library::key_props(props, k) {
+            [] => None,
+            [one] => (ranks.rank.get(one.src as usize).copied() != Some(crate::model::IGNORED))
+                .then(|| self.value_ref(one.val)),
+            many => Library::best(many, k, ranks)
+                .next()
+                .map(|p| self.value_ref(p.val)),
+        }
     }
 
     /// Every best-source value of each field, for each id.

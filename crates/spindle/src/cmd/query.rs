@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use spindle_query::{Coll, FetchSpec, OrderBy, SourcePref};
-use spindle_store::{Db, ValueRef};
+use spindle_store::Db;
 
 use super::UsageError;
 
@@ -174,7 +174,7 @@ fn parse_fetch_spec(text: &str) -> Result<FetchSpec, UsageError> {
 fn write_json(
     out: &mut impl Write,
     fields: &[&str],
-    rows: &[Vec<Option<ValueRef<'_>>>],
+    rows: &spindle_store::Rows<'_>,
 ) -> std::io::Result<()> {
     let arr: Vec<serde_json::Value> = rows
         .iter()
@@ -195,7 +195,7 @@ fn write_json(
 fn write_table(
     out: &mut impl Write,
     fields: &[&str],
-    rows: &[Vec<Option<ValueRef<'_>>>],
+    rows: &spindle_store::Rows<'_>,
 ) -> std::io::Result<()> {
     const MAX_WIDTH: usize = 40;
     let cells: Vec<Vec<String>> = rows

@@ -6,7 +6,8 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use spindle_query::{Coll, Filter, OrderBy, SourcePref};
 
-use super::filter::{CField, Compiled};
+use super::filter::{CField, COp, Compiled};
+use crate::column::Cell;
 use crate::error::QueryError;
 use crate::fold::collation_key;
 use crate::model::{Library, Prop};
@@ -163,31 +164,59 @@ impl<'a> Evaluator<'a> {
         crate::saved::decode(name, json)
     }
 
-    /// A filter over every entry: from the index if it can, else a scan.
+    /// A filter over every entry: from the index if it can, else a scan
+    /// of the key's best-value column (built by the first scan).
     fn filter_universe(&mut self, f: &Filter) -> Vec<u32> {
         let lib = self.lib;
         let c = self.compile(f);
-        if let Some(cands) = c.candidates(lib) {
-            if matches!(c.field, CField::Id) {
-                return cands;
-            }
-            let exact = c.index_exact();
-            return cands
-                .into_iter()
-                .filter(|&id| {
-                    lib.entry(id).is_some_and(|p| {
-                        (exact && c.accept_single_source(p) == Some(true)) || c.test(lib, id, p)
+        // HAS selects a large share of the library: reading the column
+        // beats gathering every posting of the index.
+        let has = matches!(c.op, COp::Has);
+        if !has || !matches!(c.field, CField::Key(_)) {
+            if let Some(cands) = c.candidates(lib) {
+                if matches!(c.field, CField::Id) {
+                    return cands;
+                }
+                let exact = c.index_exact() && c.col.is_none();
+                return cands
+                    .into_iter()
+                    .filter(|&id| {
+                        lib.entry(id).is_some_and(|p| {
+                            (exact && c.accept_single_source(p) == Some(true)) || c.test(lib, id, p)
+                        })
                     })
+                    .collect();
+            }
+        }
+        let CField::Key(k) = c.field else {
+            // The id, or a key no entry has.
+            return lib
+                .entries
+                .iter()
+                .enumerate()
+                .filter_map(|(id, e)| {
+                    let p = e.as_deref()?;
+                    c.test(lib, id as u32, p).then_some(id as u32)
                 })
                 .collect();
+        };
+        if c.col.is_none() {
+            let col = lib.column(k, &c.ranks, true);
+            if let Some(c) = self.compiled.get_mut(&(f as *const Filter)) {
+                c.col = col;
+            }
         }
-        lib.entries
-            .iter()
-            .enumerate()
-            .filter_map(|(id, e)| {
-                let p = e.as_deref()?;
-                c.test(lib, id as u32, p).then_some(id as u32)
+        let c = self.compile(f);
+        let Some(col) = &c.col else {
+            return Vec::new();
+        };
+        col.present(lib.entries.len())
+            .filter(|&(id, cell)| match cell {
+                Cell::None => false,
+                Cell::One(v) => has || c.value_matches(lib, v),
+                Cell::Slow => lib.entry(id).is_some_and(|p| c.test_props(lib, id, p)),
             })
+            .map(|(id, _)| id)
             .collect()
     }
 

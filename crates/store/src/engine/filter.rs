@@ -6,6 +6,10 @@ use spindle_query::{CmpOp, Field, Filter, FilterOp, Value};
 
 use crate::fold::{collation_key, collation_key_str, fold};
 use crate::index::{KeyIndex, Posting};
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use crate::column::{Cell, Column};
 use crate::model::{Library, Prop, Ranks, Val};
 
 /// A filter compiled against a library: key resolved, strings folded,
@@ -15,6 +19,13 @@ pub(crate) struct Compiled {
     pub op: COp,
     pub ranks: Ranks,
     pub case_sensitive: bool,
+    /// The key's best-value column under `ranks`, when there is one:
+    /// then most entries are tested without reading them.
+    pub col: Option<Arc<Column>>,
+    /// String value id → does it match? For the operations whose test
+    /// builds a string (globs, words, comparisons of strings): a query
+    /// meets the same artist or album many times.
+    memo: RefCell<hashbrown::HashMap<u32, bool>>,
 }
 
 pub(crate) enum CField {
@@ -36,7 +47,9 @@ pub(crate) enum COp {
         prefix: bool,
     },
     Has,
-    Cmp(CmpOp, Vec<u8>),
+    /// A comparison with a collation key, and the bound as an integer
+    /// when it is one (integers then compare without building keys).
+    Cmp(CmpOp, Vec<u8>, Option<i64>),
 }
 
 impl Compiled {
@@ -75,17 +88,44 @@ impl Compiled {
                 }
             }
             FilterOp::Has => COp::Has,
-            FilterOp::Cmp(op, v) => COp::Cmp(*op, collation_key(v)),
+            FilterOp::Cmp(op, v) => {
+                let key = collation_key(v);
+                let int = match v {
+                    Value::Int(i) => Some(*i),
+                    Value::Str(_) => int_of_key(&key),
+                };
+                COp::Cmp(*op, key, int)
+            }
+        };
+        let col = match field {
+            CField::Key(k) => lib.column(k, &ranks, false),
+            _ => None,
         };
         Compiled {
             field,
             op,
             ranks,
             case_sensitive: cs,
+            col,
+            memo: RefCell::default(),
         }
     }
 
-    fn value_matches(&self, lib: &Library, v: Val) -> bool {
+    pub fn value_matches(&self, lib: &Library, v: Val) -> bool {
+        match (&self.op, v) {
+            (COp::Match(_) | COp::Token { .. } | COp::Cmp(..), Val::Str(s)) => {
+                if let Some(&hit) = self.memo.borrow().get(&s) {
+                    return hit;
+                }
+                let hit = self.value_matches_uncached(lib, v);
+                self.memo.borrow_mut().insert(s, hit);
+                hit
+            }
+            _ => self.value_matches_uncached(lib, v),
+        }
+    }
+
+    fn value_matches_uncached(&self, lib: &Library, v: Val) -> bool {
         match (&self.op, v) {
             (COp::Has, _) => true,
             (COp::EqInt(i), Val::Int(j)) => *i == j,
@@ -117,7 +157,9 @@ impl Compiled {
                     }
                 })
             }
-            (COp::Cmp(op, key), v) => {
+            // Integers collate in numeric order.
+            (COp::Cmp(op, _, Some(bound)), Val::Int(i)) => cmp_holds(*op, i.cmp(bound)),
+            (COp::Cmp(op, key, _), v) => {
                 let vk = match v {
                     Val::Int(i) => collation_key(&Value::Int(i)),
                     Val::Str(s) => collation_key_str(lib.strings.resolve(s)),
@@ -146,8 +188,22 @@ impl Compiled {
         kp.iter().all(|p| p.src == first.src).then_some(true)
     }
 
-    /// Does the entry `id` (with `props`) pass?
+    /// Does the entry `id` (with `props`) pass? Reads `props` only when
+    /// the column cannot answer.
+    #[inline]
     pub fn test(&self, lib: &Library, id: u32, props: &[Prop]) -> bool {
+        if let Some(col) = &self.col {
+            match col.get(id) {
+                Cell::None => return false,
+                Cell::One(v) => return self.value_matches(lib, v),
+                Cell::Slow => {}
+            }
+        }
+        self.test_props(lib, id, props)
+    }
+
+    /// [`Compiled::test`] from the entry's properties.
+    pub fn test_props(&self, lib: &Library, id: u32, props: &[Prop]) -> bool {
         match self.field {
             CField::Unknown => false,
             CField::Id => self.value_matches_id(id),
@@ -175,7 +231,7 @@ impl Compiled {
                     s == *word
                 }
             }
-            COp::Cmp(op, key) => cmp_holds(
+            COp::Cmp(op, key, _) => cmp_holds(
                 *op,
                 collation_key(&Value::Int(v)).as_slice().cmp(key.as_slice()),
             ),
@@ -214,7 +270,7 @@ impl Compiled {
                     push(l);
                 }
             }
-            COp::Cmp(op, key) => {
+            COp::Cmp(op, key, _) => {
                 use std::ops::Bound::*;
                 let k: &[u8] = key.as_slice();
                 let range: (std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>) = match op {
@@ -261,9 +317,9 @@ impl Compiled {
         let n = lib.entries.len() as i64;
         let (lo, hi) = match &self.op {
             COp::EqInt(i) => (*i, *i),
-            COp::Cmp(op, _) => {
+            COp::Cmp(op, _, _) => {
                 // Only integer bounds narrow; string bounds scan.
-                let COp::Cmp(_, key) = &self.op else {
+                let COp::Cmp(_, key, _) = &self.op else {
                     return None;
                 };
                 let bound = int_of_key(key)?;
