@@ -368,29 +368,35 @@ fn build(r: &mut Rng, db: &Db, n: usize) -> BTreeMap<u32, RefEntry> {
     let mut ops = Vec::new();
     for _ in 0..n {
         let id = db.reserve_id();
-        ops.push(Op::CreateEntry(id));
-        let mut e: RefEntry = Vec::new();
-        for _ in 0..r.below(8) {
-            let key = (*r.pick(KEYS)).to_owned();
-            let source = (*r.pick(SOURCES)).to_owned();
-            let value = rand_value(r);
-            if !e
-                .iter()
-                .any(|(k, v, s)| *k == key && *v == value && *s == source)
-            {
-                e.push((key.clone(), value.clone(), source.clone()));
-            }
-            ops.push(Op::AddProp {
-                entry: id,
-                key,
-                source,
-                value,
-            });
-        }
-        reference.insert(id, e);
+        reference.insert(id, rand_entry(r, id, 8, &mut ops));
     }
     db.commit(ops).unwrap();
     reference
+}
+
+/// A new entry with up to `max_props - 1` random properties: its ops
+/// are pushed to `ops`, its reference form returned.
+fn rand_entry(r: &mut Rng, id: u32, max_props: usize, ops: &mut Vec<Op>) -> RefEntry {
+    ops.push(Op::CreateEntry(id));
+    let mut e: RefEntry = Vec::new();
+    for _ in 0..r.below(max_props) {
+        let key = (*r.pick(KEYS)).to_owned();
+        let source = (*r.pick(SOURCES)).to_owned();
+        let value = rand_value(r);
+        if !e
+            .iter()
+            .any(|(k, v, s)| *k == key && *v == value && *s == source)
+        {
+            e.push((key.clone(), value.clone(), source.clone()));
+        }
+        ops.push(Op::AddProp {
+            entry: id,
+            key,
+            source,
+            value,
+        });
+    }
+    e
 }
 
 /// On a mismatch, name the first leaf filter that disagrees.
@@ -556,25 +562,7 @@ fn mutate(r: &mut Rng, db: &Db, reference: &mut BTreeMap<u32, RefEntry>, round: 
             }
             _ => {
                 let id = db.reserve_id();
-                ops.push(Op::CreateEntry(id));
-                let mut e: RefEntry = Vec::new();
-                for _ in 0..r.below(6) {
-                    let key = (*r.pick(KEYS)).to_owned();
-                    let source = (*r.pick(SOURCES)).to_owned();
-                    let value = rand_value(r);
-                    if !e
-                        .iter()
-                        .any(|(k, v, s)| *k == key && *v == value && *s == source)
-                    {
-                        e.push((key.clone(), value.clone(), source.clone()));
-                    }
-                    ops.push(Op::AddProp {
-                        entry: id,
-                        key,
-                        source,
-                        value,
-                    });
-                }
+                let e = rand_entry(r, id, 6, &mut ops);
                 reference.insert(id, e);
             }
         }
