@@ -37,7 +37,8 @@ class Browser:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         self.ws_url = None
-        deadline = time.time() + 20
+        # A loaded machine (parallel builds) can take a while to start it.
+        deadline = time.time() + 60
         while time.time() < deadline:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/list", timeout=2) as r:
