@@ -46,7 +46,8 @@ pub enum PeriodError {
     Backwards,
 }
 
-/// The span of a named period at `now`: `7day`, `30day`, `12month`,
+/// The span of a named period at `now`: `7day`, `30day`, `12month` (365
+/// days) — each that many whole UTC days up to now, today included —
 /// `overall`, or `range` with `from` and `to` dates (UTC days, both
 /// included).
 pub fn period(
@@ -55,8 +56,10 @@ pub fn period(
     to: Option<&str>,
     now: i64,
 ) -> Result<Span, PeriodError> {
+    // Whole UTC days, today included, so a chart of 7 days has 7 columns
+    // and its top lists count the same listens.
     let last = |days: i64, label: &str| Span {
-        from: Some(now - days * DAY),
+        from: Some((now.div_euclid(DAY) - days + 1) * DAY),
         to: None,
         label: label.to_owned(),
     };
@@ -501,9 +504,11 @@ mod tests {
             Result<(Option<i64>, Option<i64>), PeriodError>,
         );
         let cases: &[Case<'_>] = &[
-            ("7day", None, None, Ok((Some(now - 7 * DAY), None))),
-            ("30day", None, None, Ok((Some(now - 30 * DAY), None))),
-            ("12month", None, None, Ok((Some(now - 365 * DAY), None))),
+            // `now` is 2023-11-14 22:13 UTC, in day 19,675: 7 days start
+            // at the midnight of 2023-11-08.
+            ("7day", None, None, Ok((Some(19_669 * DAY), None))),
+            ("30day", None, None, Ok((Some(19_646 * DAY), None))),
+            ("12month", None, None, Ok((Some(19_311 * DAY), None))),
             ("overall", None, None, Ok((None, None))),
             (
                 "range",
