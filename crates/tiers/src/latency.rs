@@ -21,10 +21,18 @@ use rand::Rng;
 /// Smoothing of the time-to-first-byte EWMA (weight of a new sample).
 pub const EWMA_ALPHA: f64 = 0.2;
 
+/// How long an EWMA without new samples still decides.
+pub const FRESH: Duration = Duration::from_secs(30);
+
+/// Share of reads sent to a copy chosen uniformly, so that every
+/// device's EWMA stays fresh.
+pub const EXPLORE: f64 = 0.02;
+
 /// Live numbers of one device.
 #[derive(Debug, Default)]
 pub struct DeviceStats {
-    ewma_us: Mutex<Option<f64>>,
+    /// EWMA of time to first byte (µs) and when the last sample came.
+    ewma_us: Mutex<Option<(f64, Instant)>>,
     pub in_flight: AtomicUsize,
     pub reads: AtomicU64,
     pub bytes_read: AtomicU64,
@@ -46,6 +54,8 @@ struct DiskSample {
 /// The counters of one `/proc/diskstats` line that await and util need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DiskCounters {
+    pub reads: u64,
+    pub read_ms: u64,
     pub ios: u64,
     pub io_ms: u64,
     pub busy_ms: u64,
@@ -68,10 +78,11 @@ impl DeviceStats {
     pub fn record_ttfb(&self, d: Duration) {
         let us = d.as_secs_f64() * 1e6;
         let mut e = self.ewma_us.lock().unwrap_or_else(|e| e.into_inner());
-        *e = Some(match *e {
+        let v = match *e {
             None => us,
-            Some(old) => old + EWMA_ALPHA * (us - old),
-        });
+            Some((old, _)) => old + EWMA_ALPHA * (us - old),
+        };
+        *e = Some((v, Instant::now()));
     }
 
     /// The EWMA of time to first byte, milliseconds.
@@ -79,7 +90,7 @@ impl DeviceStats {
         self.ewma_us
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .map(|us| us / 1000.0)
+            .map(|(us, _)| us / 1000.0)
     }
 
     /// `await` of the block device over the last interval, milliseconds.
@@ -109,12 +120,18 @@ impl DeviceStats {
             return;
         };
         if let Some((t0, c0)) = d.last {
+            let reads = c.reads.saturating_sub(c0.reads);
+            let read_ms = c.read_ms.saturating_sub(c0.read_ms);
             let ios = c.ios.saturating_sub(c0.ios);
             let ms = c.io_ms.saturating_sub(c0.io_ms);
             let el = now.duration_since(t0).as_secs_f64() * 1000.0;
-            // No IO in the interval: keep the last await (a quiet device
-            // is not a fast one) but util is 0.
-            if ios > 0 {
+            // Reads are what Spindle asks of the device: the read await
+            // (iostat's r_await) when there were reads, else the await of
+            // all IO. No IO in the interval: keep the last await (a quiet
+            // device is not a fast one) but util is 0.
+            if reads > 0 {
+                d.await_ms = Some(read_ms as f64 / reads as f64);
+            } else if ios > 0 {
                 d.await_ms = Some(ms as f64 / ios as f64);
             }
             if el > 0.0 {
@@ -156,16 +173,30 @@ impl DeviceStats {
         *self.down_until.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
-    /// The latency estimate used to choose, milliseconds: the EWMA of
-    /// time to first byte and the device's await (their mean when both
-    /// are known), else `prior_ms`; times (1 + reads in flight).
+    /// The EWMA, if its last sample is younger than [`FRESH`].
+    pub fn fresh_ewma_ms(&self) -> Option<f64> {
+        self.ewma_us
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .filter(|(_, t)| t.elapsed() < FRESH)
+            .map(|(us, _)| us / 1000.0)
+    }
+
+    /// The latency estimate used to choose, milliseconds: Spindle's own
+    /// time to first byte (the EWMA) while it is fresh; else the device's
+    /// await from diskstats; else the stale EWMA; else `prior_ms`. Times
+    /// (1 + reads in flight).
+    ///
+    /// Own reads come first because they are what a listener waits for
+    /// (a hot copy in the page cache answers in microseconds even while
+    /// the disk's queue is long with someone else's writes); await judges
+    /// a device Spindle has not read from lately.
     pub fn estimate_ms(&self, prior_ms: f64) -> f64 {
-        let base = match (self.ewma_ms(), self.await_ms()) {
-            (Some(e), Some(a)) => (e + a) / 2.0,
-            (Some(e), None) => e,
-            (None, Some(a)) => a,
-            (None, None) => prior_ms,
-        };
+        let base = self
+            .fresh_ewma_ms()
+            .or_else(|| self.await_ms())
+            .or_else(|| self.ewma_ms())
+            .unwrap_or(prior_ms);
         base.max(0.01) * (1.0 + self.in_flight.load(Ordering::Relaxed) as f64)
     }
 }
@@ -194,6 +225,8 @@ pub fn counters_of(diskstats: &str, dev: (u32, u32)) -> Option<DiskCounters> {
             // 3 reads, 6 ms reading, 7 writes, 10 ms writing,
             // 12 ms doing IO (see the kernel's iostats documentation).
             return Some(DiskCounters {
+                reads: num(3),
+                read_ms: num(6),
                 ios: num(3) + num(7),
                 io_ms: num(6) + num(10),
                 busy_ms: num(12),
@@ -286,6 +319,21 @@ mod tests {
     }
 
     #[test]
+    fn own_reads_decide_while_fresh_and_await_stands_in_after() {
+        let s = DeviceStats::new(None);
+        s.lock_disk().await_ms = Some(400.0);
+        // Never read by Spindle: the disk's await.
+        assert_eq!(s.estimate_ms(5.0), 400.0);
+        s.record_ttfb(Duration::from_micros(300));
+        assert!((s.estimate_ms(5.0) - 0.3).abs() < 1e-9);
+        // Not read for longer than FRESH: await again.
+        if let Some(old) = Instant::now().checked_sub(FRESH + Duration::from_secs(1)) {
+            s.ewma_us.lock().unwrap().as_mut().unwrap().1 = old;
+            assert_eq!(s.estimate_ms(5.0), 400.0);
+        }
+    }
+
+    #[test]
     fn diskstats_give_await_and_util() {
         let line = |ios_r: u64, ms_r: u64, busy: u64| {
             format!(
@@ -304,6 +352,8 @@ mod tests {
         assert_eq!(
             counters_of(&line(1, 2, 3), (259, 0)),
             Some(DiskCounters {
+                reads: 1,
+                read_ms: 4,
                 ios: 1 + 5,
                 io_ms: 4 + 8,
                 busy_ms: 10

@@ -17,14 +17,14 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rand::rngs::SmallRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::config::{ColdKind, DeviceState, TiersConfig};
 use crate::device::{Backend, DeviceError, Folder, Opened, Reader, S3Device};
 use crate::hot::{HotError, HotFolder, Pacer, Recovery};
-use crate::latency::{pick_lowest, pick_weighted, Choice, DeviceStats};
+use crate::latency::{pick_lowest, pick_weighted, Choice, DeviceStats, EXPLORE};
 use crate::placement::{key_id, HotPolicy};
 use crate::replica::{IndexError, ReplicaIndex};
 use crate::s3::S3Client;
@@ -453,6 +453,9 @@ impl Tiers {
         let choice = *self.choice.lock().unwrap_or_else(|e| e.into_inner());
         let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
         let i = match choice {
+            Choice::Latency if cands.len() > 1 && rng.gen_bool(EXPLORE) => {
+                rng.gen_range(0..cands.len())
+            }
             Choice::Latency => {
                 let scores: Vec<f64> = cands
                     .iter()
