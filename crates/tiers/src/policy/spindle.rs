@@ -1,0 +1,771 @@
+//! Spindle's hot-tier policy.
+//!
+//! W-TinyLFU's idea (admit a track only if it is requested more often than
+//! the tracks it would displace), changed where a music server's hot tier
+//! differs from a general-purpose cache:
+//!
+//! 1. **Exact decayed counts instead of a sketch.** A library has a bounded
+//!    catalogue (100,000 tracks cost about 7 MB here), so every track
+//!    requested in the recent past gets its own counters, exact and not
+//!    capped at 15. A request adds 1 (a listen from the history adds its
+//!    weight) to counters that halve every H requests, stored as
+//!    `Σ w·2^(t/H)` against a moving reference so an update is one
+//!    multiply-add and comparing two tracks needs no decay step.
+//! 2. **Several memories, chosen by shadow hits.** Each track is counted at
+//!    six half-lives, 8,192 to 8,388,608 requests. For each half-life the
+//!    policy keeps the count a track needs to rank among the tracks that
+//!    fill the budget, and scores every fourth request: would a hot tier
+//!    ranked by that half-life have held it? The half-life with the most
+//!    such shadow hit bytes lately (a decayed sum) ranks the tracks.
+//!    Stationary popularity picks a long memory (close to the true
+//!    frequencies); new releases rising and old tracks fading pick a short
+//!    one; and the choice depends on the budget, because a large hot tier's
+//!    marginal tracks are requested rarely and need a longer memory to be
+//!    told apart.
+//! 3. **Size-aware admission.** The main region is ordered by count; a
+//!    candidate displaces the lowest-ranked tracks only if its count beats
+//!    their byte-weighted mean count: the hot tier is judged by the bytes
+//!    it serves, and a track's bytes served per byte held is its request
+//!    rate.
+//! 4. **An optional window.** A recency window in front of the main region
+//!    whose share follows Caffeine's hill climber is built in, but off by
+//!    default: with exact counts a new release is admitted after a few
+//!    requests anyway, and in the simulation the window cost up to 0.8
+//!    points (the climber wanders on noise). [`SpindleConfig::window`] and
+//!    [`SpindleConfig::adapt_window`] turn it on.
+//! 5. **Pins** come from wrapping it in [`super::Pinned`].
+//!
+//! Time is counted in requests, not wall-clock time: a quiet server does
+//! not forget its favourites over a holiday.
+
+// Per-scale arrays (units, counters, totals) are walked together by scale
+// index; an index loop reads better than zipped iterators here.
+#![allow(clippy::needless_range_loop)]
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use serde::{Deserialize, Serialize};
+
+use super::idmap::IdMap;
+use super::list::Arena;
+use super::{Outcome, Policy};
+
+/// How many time scales each track is counted at.
+const SCALES: usize = 6;
+/// Renormalise the counters when the fastest scale's unit passes this.
+const RENORMALISE_AT: f64 = 1e120;
+
+const NOT_HOT: u8 = 0;
+const IN_WINDOW: u8 = 1;
+const IN_MAIN: u8 = 2;
+
+/// Tuning knobs of [`Spindle`]; the defaults are what the simulation runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpindleConfig {
+    /// Half-lives of the frequency counters, in requests, shortest first.
+    pub half_lives: [f64; SCALES],
+    /// Half-life of the shadow hit counts, in scored requests.
+    pub score_half_life: f64,
+    /// Score one request in this many (the others only count).
+    pub score_every: u64,
+    /// Reconsider the time scale every this many requests.
+    pub select_every: u64,
+    /// Recompute each scale's admission threshold every this many
+    /// requests.
+    pub threshold_every: u64,
+    /// A scale must beat the current one by this share of the scored bytes
+    /// to take over.
+    pub switch_margin: f64,
+    /// The window's initial share of the bytes.
+    pub window: f64,
+    /// The largest share the hill climber may give the window.
+    pub window_max: f64,
+    /// Whether the hill climber runs.
+    pub adapt_window: bool,
+}
+
+impl Default for SpindleConfig {
+    fn default() -> Self {
+        SpindleConfig {
+            half_lives: [
+                8_192.0,
+                32_768.0,
+                131_072.0,
+                524_288.0,
+                2_097_152.0,
+                8_388_608.0,
+            ],
+            score_half_life: 32_768.0,
+            score_every: 4,
+            select_every: 4096,
+            threshold_every: 32_768,
+            switch_margin: 0.002,
+            window: 0.0,
+            window_max: 0.5,
+            adapt_window: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Entry {
+    id: u64,
+    size: u64,
+    acc: [f64; SCALES],
+    state: u8,
+}
+
+/// The policy's whole state, for the server to persist across restarts
+/// (serde; the counters are stored relative to the current time).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpindleState {
+    pub config: SpindleConfig,
+    pub capacity: u64,
+    pub window_share: f64,
+    pub active_scale: usize,
+    pub prediction: [f64; SCALES],
+    /// Known tracks: (id, size, counters, 0 = cold / 1 = window / 2 = main).
+    pub tracks: Vec<(u64, u64, [f64; SCALES], u8)>,
+    /// Window members, most recent first.
+    pub window: Vec<u64>,
+}
+
+/// Spindle's hot-tier policy; see the module documentation.
+#[derive(Debug)]
+pub struct Spindle {
+    cfg: SpindleConfig,
+    cap: u64,
+    entries: Vec<Entry>,
+    index: IdMap<u32>,
+    /// Current value of one request at each scale: 2^(t/H) since the
+    /// reference time.
+    unit: [f64; SCALES],
+    growth: [f64; SCALES],
+    total: [f64; SCALES],
+    /// Decayed bytes of the scored requests each scale's ranking would
+    /// have served hot (its shadow hits), and of all scored requests.
+    prediction: [f64; SCALES],
+    scored: f64,
+    /// Per scale, the decayed count a track needs to rank among the
+    /// tracks that fill the budget (recomputed every `threshold_every`).
+    threshold: [f64; SCALES],
+    score_decay: f64,
+    active: usize,
+    /// Main members by their counter at the active scale (lazy: a key may
+    /// be older, i.e. lower, than the counter; fixed when popped).
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    window: Arena,
+    main_bytes: u64,
+    window_share: f64,
+    tick: u64,
+    climb: Climber,
+    victims: Vec<u32>,
+}
+
+#[derive(Debug, Clone)]
+struct Climber {
+    period: u64,
+    seen: u64,
+    bytes: u64,
+    hit_bytes: u64,
+    previous: Option<f64>,
+    step: f64,
+    /// Mean track size seen, to size the sample.
+    size_sum: u64,
+    size_n: u64,
+}
+
+impl Spindle {
+    /// A hot tier of `capacity` bytes with the default configuration.
+    pub fn new(capacity: u64) -> Self {
+        Self::with_config(capacity, SpindleConfig::default())
+    }
+
+    pub fn with_config(capacity: u64, cfg: SpindleConfig) -> Self {
+        let growth = cfg.half_lives.map(|h| 2f64.powf(1.0 / h));
+        Spindle {
+            score_decay: 0.5f64.powf(1.0 / cfg.score_half_life),
+            window_share: cfg.window,
+            cap: capacity,
+            entries: Vec::new(),
+            index: IdMap::default(),
+            unit: [1.0; SCALES],
+            growth,
+            total: [0.0; SCALES],
+            prediction: [0.0; SCALES],
+            scored: 0.0,
+            threshold: [0.0; SCALES],
+            active: SCALES / 2,
+            heap: BinaryHeap::new(),
+            window: Arena::default(),
+            main_bytes: 0,
+            tick: 0,
+            climb: Climber {
+                period: 0,
+                seen: 0,
+                bytes: 0,
+                hit_bytes: 0,
+                previous: None,
+                step: 0.0625,
+                size_sum: 0,
+                size_n: 0,
+            },
+            victims: Vec::new(),
+            cfg,
+        }
+    }
+
+    /// Which half-life (in requests) ranks the tracks now.
+    pub fn active_half_life(&self) -> f64 {
+        self.cfg.half_lives[self.active]
+    }
+
+    /// Bytes in the window now.
+    pub fn window_bytes(&self) -> u64 {
+        self.window.bytes(0)
+    }
+
+    /// The window's current share of the bytes.
+    pub fn window_share(&self) -> f64 {
+        self.window_share
+    }
+
+    /// A track's estimated request rate: requests per request served,
+    /// at the active time scale (0 for an unknown track).
+    pub fn rate(&self, id: u64) -> f64 {
+        match self.index.get(&id) {
+            Some(&i) => {
+                let h = self.cfg.half_lives[self.active];
+                self.entries[i as usize].acc[self.active] / self.unit[self.active]
+                    * std::f64::consts::LN_2
+                    / h
+            }
+            None => 0.0,
+        }
+    }
+
+    fn window_cap(&self) -> u64 {
+        (self.cap as f64 * self.window_share) as u64
+    }
+
+    fn main_cap(&self) -> u64 {
+        self.cap - self.window_cap().min(self.cap)
+    }
+
+    fn key(&self, i: u32) -> u64 {
+        self.entries[i as usize].acc[self.active].to_bits()
+    }
+
+    fn entry_for(&mut self, id: u64, size: u64) -> u32 {
+        if let Some(&i) = self.index.get(&id) {
+            let e = &mut self.entries[i as usize];
+            // A hot track keeps the size it was admitted with (the byte
+            // accounting depends on it); a changed file is `remove`d first.
+            if size != 0 && e.state == NOT_HOT {
+                e.size = size;
+            }
+            return i;
+        }
+        let i = self.entries.len() as u32;
+        self.entries.push(Entry {
+            id,
+            size,
+            acc: [0.0; SCALES],
+            state: NOT_HOT,
+        });
+        self.index.insert(id, i);
+        i
+    }
+
+    fn count(&mut self, i: u32, weight: f64) {
+        let e = &mut self.entries[i as usize];
+        for k in 0..SCALES {
+            let add = weight * self.unit[k];
+            e.acc[k] += add;
+            self.total[k] += add;
+        }
+    }
+
+    fn advance_clock(&mut self) {
+        self.tick += 1;
+        for k in 0..SCALES {
+            self.unit[k] *= self.growth[k];
+        }
+        if self.unit[0] > RENORMALISE_AT {
+            self.renormalise();
+        }
+    }
+
+    /// Scores each scale on this request (before counting it): a shadow
+    /// hit if the track's count at that scale clears the scale's
+    /// threshold, i.e. a hot tier ranked by that scale would hold it.
+    fn score(&mut self, i: u32) {
+        let e = &self.entries[i as usize];
+        let size = e.size.max(1) as f64;
+        self.scored = self.scored * self.score_decay + size;
+        for k in 0..SCALES {
+            let hit = e.acc[k] / self.unit[k] >= self.threshold[k] && self.threshold[k] > 0.0;
+            self.prediction[k] =
+                self.prediction[k] * self.score_decay + if hit { size } else { 0.0 };
+        }
+    }
+
+    /// Recomputes each scale's threshold: the decayed count of the m-th
+    /// most counted track, m the number of tracks of mean size the budget
+    /// holds.
+    fn recompute_thresholds(&mut self) {
+        let n = self.entries.len();
+        if n == 0 {
+            return;
+        }
+        let mean = self.entries.iter().map(|e| e.size).sum::<u64>() / n as u64;
+        let m = (self.cap / mean.max(1)) as usize;
+        if m == 0 || m >= n {
+            self.threshold = [0.0; SCALES];
+            return;
+        }
+        let mut v = vec![0f64; n];
+        for k in 0..SCALES {
+            for (x, e) in v.iter_mut().zip(&self.entries) {
+                *x = e.acc[k] / self.unit[k];
+            }
+            let (_, t, _) = v.select_nth_unstable_by(m - 1, |a, b| b.total_cmp(a));
+            self.threshold[k] = *t;
+        }
+    }
+
+    fn maybe_switch_scale(&mut self) {
+        let mut best = self.active;
+        for k in 0..SCALES {
+            if self.prediction[k] > self.prediction[best] {
+                best = k;
+            }
+        }
+        if best != self.active
+            && self.prediction[best]
+                > self.prediction[self.active] + self.cfg.switch_margin * self.scored
+        {
+            self.active = best;
+            self.rebuild_heap();
+        }
+    }
+
+    fn rebuild_heap(&mut self) {
+        let mut v = Vec::with_capacity(self.heap.len());
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.state == IN_MAIN {
+                v.push(Reverse((e.acc[self.active].to_bits(), i as u32)));
+            }
+        }
+        self.heap = BinaryHeap::from(v);
+    }
+
+    /// Divides every counter by the current unit, drops cold tracks whose
+    /// counters have decayed to nothing, and rebuilds the index and heap.
+    fn renormalise(&mut self) {
+        let unit = self.unit;
+        for k in 0..SCALES {
+            self.total[k] /= unit[k];
+            self.unit[k] = 1.0;
+        }
+        for e in &mut self.entries {
+            for k in 0..SCALES {
+                e.acc[k] /= unit[k];
+            }
+        }
+        self.entries
+            .retain(|e| e.state != NOT_HOT || e.acc[SCALES - 1] > 1e-6);
+        self.index.clear();
+        for (i, e) in self.entries.iter().enumerate() {
+            self.index.insert(e.id, i as u32);
+        }
+        self.rebuild_heap();
+    }
+
+    /// Pops the lowest-ranked main member, fixing stale keys; `None` when
+    /// main is empty.
+    fn pop_lowest(&mut self) -> Option<u32> {
+        while let Some(Reverse((key, i))) = self.heap.pop() {
+            if self.entries[i as usize].state != IN_MAIN {
+                continue; // removed meanwhile
+            }
+            let now = self.key(i);
+            if now != key {
+                self.heap.push(Reverse((now, i)));
+                continue;
+            }
+            return Some(i);
+        }
+        None
+    }
+
+    fn lowest_key(&mut self) -> Option<f64> {
+        let i = self.pop_lowest()?;
+        self.heap.push(Reverse((self.key(i), i)));
+        Some(self.entries[i as usize].acc[self.active])
+    }
+
+    fn evict_main(&mut self, i: u32, evicted: &mut Vec<u64>) {
+        let e = &mut self.entries[i as usize];
+        e.state = NOT_HOT;
+        self.main_bytes -= e.size;
+        evicted.push(e.id);
+    }
+
+    /// Offers `c` (not hot) to the main region; returns whether it got in.
+    fn offer_main(&mut self, c: u32, evicted: &mut Vec<u64>) -> bool {
+        let size = self.entries[c as usize].size;
+        let cap = self.main_cap();
+        if size > cap {
+            return false;
+        }
+        if self.main_bytes + size > cap {
+            let score = self.entries[c as usize].acc[self.active];
+            // Fast path: no better than the lowest member, so no better
+            // than any set of victims.
+            match self.lowest_key() {
+                Some(low) if score <= low => return false,
+                _ => {}
+            }
+            self.victims.clear();
+            let (mut freed, mut weighted) = (0u64, 0f64);
+            while self.main_bytes - freed + size > cap {
+                let Some(v) = self.pop_lowest() else { break };
+                self.victims.push(v);
+                let e = &self.entries[v as usize];
+                freed += e.size;
+                weighted += e.acc[self.active] * e.size as f64;
+            }
+            let fits = self.main_bytes - freed + size <= cap;
+            if !fits || score * freed as f64 <= weighted {
+                for j in 0..self.victims.len() {
+                    let v = self.victims[j];
+                    self.heap.push(Reverse((self.key(v), v)));
+                }
+                return false;
+            }
+            for j in 0..self.victims.len() {
+                let v = self.victims[j];
+                self.evict_main(v, evicted);
+            }
+        }
+        self.entries[c as usize].state = IN_MAIN;
+        self.main_bytes += size;
+        self.heap.push(Reverse((self.key(c), c)));
+        true
+    }
+
+    /// Moves window overflow into main (through admission) and trims main
+    /// to its share.
+    fn rebalance(&mut self, evicted: &mut Vec<u64>) {
+        let wcap = self.window_cap();
+        while self.window.bytes(0) > wcap {
+            let Some(t) = self.window.back(0) else { break };
+            let (id, _) = self.window.remove(t);
+            let c = self.index[&id];
+            self.entries[c as usize].state = NOT_HOT;
+            if !self.offer_main(c, evicted) {
+                evicted.push(id);
+            }
+        }
+        let mcap = self.main_cap();
+        while self.main_bytes > mcap {
+            let Some(v) = self.pop_lowest() else { break };
+            self.evict_main(v, evicted);
+        }
+    }
+
+    fn climb(&mut self, size: u64, hit: bool, evicted: &mut Vec<u64>) {
+        let c = &mut self.climb;
+        c.size_sum += size;
+        c.size_n += 1;
+        c.seen += 1;
+        c.bytes += size;
+        if hit {
+            c.hit_bytes += size;
+        }
+        if c.period == 0 {
+            let mean = (c.size_sum / c.size_n).max(1);
+            c.period = (10 * (self.cap / mean)).max(4096);
+        }
+        if c.seen < c.period {
+            return;
+        }
+        let rate = c.hit_bytes as f64 / c.bytes.max(1) as f64;
+        let mean = (c.size_sum / c.size_n).max(1);
+        c.period = (10 * (self.cap / mean)).max(4096);
+        c.seen = 0;
+        c.bytes = 0;
+        c.hit_bytes = 0;
+        if let Some(prev) = c.previous {
+            let change = rate - prev;
+            if change < 0.0 {
+                c.step = -c.step;
+            }
+            if change.abs() >= 0.05 {
+                // A new workload: restart with a full step.
+                c.step = 0.0625f64.copysign(c.step);
+            } else {
+                c.step *= 0.98;
+            }
+            let share = (self.window_share + c.step).clamp(0.0, self.cfg.window_max);
+            self.window_share = share;
+        }
+        c.previous = Some(rate);
+        self.rebalance(evicted);
+    }
+
+    /// The state to persist.
+    pub fn state(&self) -> SpindleState {
+        SpindleState {
+            config: self.cfg.clone(),
+            capacity: self.cap,
+            window_share: self.window_share,
+            active_scale: self.active,
+            prediction: self.prediction,
+            tracks: self
+                .entries
+                .iter()
+                .map(|e| {
+                    let mut acc = e.acc;
+                    for k in 0..SCALES {
+                        acc[k] /= self.unit[k];
+                    }
+                    (e.id, e.size, acc, e.state)
+                })
+                .collect(),
+            window: self.window.ids(0),
+        }
+    }
+
+    /// A policy restored from [`Spindle::state`].
+    pub fn from_state(s: SpindleState) -> Self {
+        let mut p = Spindle::with_config(s.capacity, s.config);
+        p.window_share = s.window_share;
+        p.active = s.active_scale.min(SCALES - 1);
+        p.prediction = s.prediction;
+        for (id, size, acc, state) in s.tracks {
+            let i = p.entry_for(id, size);
+            let e = &mut p.entries[i as usize];
+            e.acc = acc;
+            e.state = if state == IN_MAIN { IN_MAIN } else { NOT_HOT };
+            if e.state == IN_MAIN {
+                p.main_bytes += size;
+            }
+            for k in 0..SCALES {
+                p.total[k] += acc[k];
+            }
+        }
+        for id in s.window.into_iter().rev() {
+            if let Some(&i) = p.index.get(&id) {
+                let e = &mut p.entries[i as usize];
+                e.state = IN_WINDOW;
+                p.window.insert_front(id, e.size, 0);
+            }
+        }
+        p.rebuild_heap();
+        let mut ignored = Vec::new();
+        p.rebalance(&mut ignored);
+        p
+    }
+}
+
+impl Policy for Spindle {
+    fn name(&self) -> &'static str {
+        "spindle"
+    }
+    fn capacity(&self) -> u64 {
+        self.cap
+    }
+    fn used(&self) -> u64 {
+        self.main_bytes + self.window.bytes(0)
+    }
+    fn len(&self) -> usize {
+        self.heap_len() + self.window.len(0)
+    }
+    fn contains(&self, id: u64) -> bool {
+        self.index
+            .get(&id)
+            .is_some_and(|&i| self.entries[i as usize].state != NOT_HOT)
+    }
+
+    fn access_into(&mut self, id: u64, size: u64, evicted: &mut Vec<u64>) -> Outcome {
+        self.advance_clock();
+        let i = self.entry_for(id, size);
+        if self.tick.is_multiple_of(self.cfg.score_every) {
+            self.score(i);
+        }
+        self.count(i, 1.0);
+        if self.tick.is_multiple_of(self.cfg.threshold_every) {
+            self.recompute_thresholds();
+        }
+        if self.tick.is_multiple_of(self.cfg.select_every) {
+            self.maybe_switch_scale();
+        }
+        let state = self.entries[i as usize].state;
+        let out = if state != NOT_HOT {
+            if state == IN_WINDOW {
+                if let Some(w) = self.window.find(id) {
+                    self.window.move_front(w, 0);
+                }
+            }
+            Outcome {
+                hit: true,
+                admit: false,
+            }
+        } else if size > self.cap {
+            Outcome::default()
+        } else {
+            let admitted = if self.window_cap() >= size {
+                self.entries[i as usize].state = IN_WINDOW;
+                self.window.insert_front(id, size, 0);
+                self.rebalance(evicted);
+                self.entries[i as usize].state != NOT_HOT
+            } else {
+                self.offer_main(i, evicted)
+            };
+            Outcome {
+                hit: false,
+                admit: admitted,
+            }
+        };
+        if self.cfg.adapt_window {
+            self.climb(size, out.hit, evicted);
+        }
+        out
+    }
+
+    fn record_listen(&mut self, id: u64, weight: f64) {
+        let i = self.entry_for(id, 0);
+        self.count(i, weight);
+    }
+
+    fn remove(&mut self, id: u64) -> bool {
+        let Some(&i) = self.index.get(&id) else {
+            return false;
+        };
+        let e = &mut self.entries[i as usize];
+        match e.state {
+            IN_MAIN => {
+                self.main_bytes -= e.size;
+                e.state = NOT_HOT;
+                true
+            }
+            IN_WINDOW => {
+                e.state = NOT_HOT;
+                if let Some(w) = self.window.find(id) {
+                    self.window.remove(w);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn set_capacity(&mut self, bytes: u64, evicted: &mut Vec<u64>) {
+        self.cap = bytes;
+        self.climb.period = 0;
+        self.rebalance(evicted);
+    }
+}
+
+impl Spindle {
+    fn heap_len(&self) -> usize {
+        self.entries.iter().filter(|e| e.state == IN_MAIN).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::workload::{shifting, stationary, Synthetic};
+
+    #[test]
+    fn a_candidate_must_beat_the_byte_weighted_mean_of_its_victims() {
+        let mut p = Spindle::new(10);
+        for _ in 0..4 {
+            p.access(1, 5);
+        }
+        p.access(2, 5);
+        assert_eq!(p.used(), 10);
+        // 10-byte track 3 needs both: mean count (4·5 + 1·5)/10 = 2.5.
+        let d = p.access(3, 10);
+        assert!(!d.admit && d.evicted.is_empty(), "{d:?}");
+        assert!(!p.access(3, 10).admit, "2 < 2.5");
+        let d = p.access(3, 10);
+        assert!(d.admit, "3 > 2.5");
+        assert_eq!(d.evicted, vec![2, 1], "lowest first");
+        assert_eq!(p.used(), 10);
+    }
+
+    #[test]
+    fn a_frequent_track_survives_a_scan_and_listens_count() {
+        let mut p = Spindle::new(100);
+        for _ in 0..3 {
+            for id in 0..100 {
+                p.access(id, 1);
+            }
+        }
+        for id in 1000..3000 {
+            assert!(!p.access(id, 1).admit);
+        }
+        assert_eq!((0..100).filter(|&id| p.contains(id)).count(), 100);
+        // Listens from the history make a new track popular before its
+        // first stream request.
+        p.record_listen(5000, 10.0);
+        let d = p.access(5000, 1);
+        assert!(d.admit && d.evicted.len() == 1, "{d:?}");
+    }
+
+    #[test]
+    fn state_round_trips_and_decides_the_same() {
+        let mut a = Spindle::new(50);
+        let mut rng = 7u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for _ in 0..5000 {
+            let id = next() % 200;
+            let id = id % (1 + next() % 200);
+            a.access(id, 1 + id % 3);
+        }
+        let mut b = Spindle::from_state(a.state());
+        assert_eq!(a.used(), b.used());
+        for _ in 0..5000 {
+            let id = next() % 150;
+            let size = 1 + id % 3;
+            assert_eq!(a.access(id, size), b.access(id, size));
+        }
+    }
+
+    #[test]
+    fn memory_is_long_for_stationary_popularity_and_short_when_it_shifts() {
+        let p = Synthetic {
+            tracks: 20_000,
+            requests: 400_000,
+            exponent: 1.2,
+            seed: 11,
+        };
+        let run = |t: &crate::sim::Trace| {
+            let cap = t.catalogue_bytes() / 100;
+            let mut s = Spindle::new(cap);
+            let mut ev = Vec::new();
+            for &id in &t.ids {
+                s.access_into(u64::from(id), t.sizes[id as usize], &mut ev);
+                ev.clear();
+                assert!(s.used() <= cap);
+            }
+            s.active_half_life()
+        };
+        let (still, moving) = (run(&stationary(p)), run(&shifting(p)));
+        assert!(still >= 131_072.0, "stationary chose {still}");
+        assert!(
+            moving < still,
+            "shifting chose {moving}, stationary {still}"
+        );
+    }
+}
