@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use crate::cmd::listens::ListensCommand;
 use crate::cmd::scan::ScanArgs;
 use crate::cmd::scrobble::ScrobbleCommand;
+use crate::cmd::tiers::TiersCommand;
 use crate::cmd::user::{ApikeyCommand, UserCommand};
 use crate::cmd::{bench::BenchCommand, db::DbCommand, iobench::IobenchArgs, query::QueryArgs};
 
@@ -55,6 +56,9 @@ pub enum Command {
     /// The listening history: import a Last.fm or ListenBrainz export.
     #[command(subcommand)]
     Listens(ListensCommand),
+    /// Storage tiers: status, pins, and the hot-tier policy simulation.
+    #[command(subcommand)]
+    Tiers(TiersCommand),
     /// The scrobbler: every MPRIS2 player to Last.fm, ListenBrainz and Spindle servers.
     Scrobble {
         /// The configuration file (default: $XDG_CONFIG_HOME/spindle/scrobble.toml).

@@ -11,6 +11,7 @@ pub mod query;
 pub mod scan;
 pub mod scrobble;
 pub mod serve;
+pub mod tiers;
 pub mod tiers_bench;
 pub mod tiers_ops;
 pub mod tiers_serve;
@@ -64,6 +65,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::User(cmd) => user::run_user(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
         Command::Apikey(cmd) => user::run_apikey(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
         Command::Listens(cmd) => listens::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
+        Command::Tiers(cmd) => tiers::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
         Command::Scrobble { config, command } => {
             scrobble::run(command, config.as_ref()).map(|()| ExitCode::SUCCESS)
         }
