@@ -13,7 +13,6 @@
 //! modes); the moments the kills land still vary with timing.
 //! `SPINDLE_CRASH_KILLS` sets the number of kills (default 240).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -24,6 +23,9 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use spindle_store::{Db, Op, Value};
+
+mod common;
+use common::{dump, Props, State};
 
 const WRITER_ENV: &str = "SPINDLE_CRASH_WRITER";
 const START_ENV: &str = "SPINDLE_CRASH_START";
@@ -107,9 +109,6 @@ fn touched(t: u32, n: u32) -> Vec<u32> {
     }
 }
 
-type Props = BTreeSet<(String, String, Value)>;
-type State = BTreeMap<u32, Props>;
-
 /// The reference: a plain map, changed the way the ops say.
 fn apply(state: &mut State, ops: &[Op]) {
     for op in ops {
@@ -139,20 +138,6 @@ fn apply(state: &mut State, ops: &[Op]) {
             other => unreachable!("the writer does not use {other:?}"),
         }
     }
-}
-
-fn dump(db: &Db) -> State {
-    let lib = db.read();
-    lib.ids()
-        .map(|id| {
-            let props = lib
-                .properties(id)
-                .into_iter()
-                .map(|(k, v, s)| (k.to_owned(), s.to_owned(), v.to_value()))
-                .collect();
-            (id, props)
-        })
-        .collect()
 }
 
 /// The child: commit each thread's transactions from its start onwards

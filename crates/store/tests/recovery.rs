@@ -5,7 +5,6 @@
 //! and its new log loses nothing; a second writer process is told which
 //! PID holds the lock, while readers work alongside.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -15,22 +14,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use spindle_store::{Db, Op, OpenError, Value, DATA_FILE, LOG_FILE};
 
-/// Every property of every entry, as (key, source, value).
-type State = BTreeMap<u32, BTreeSet<(String, String, Value)>>;
-
-fn dump(db: &Db) -> State {
-    let lib = db.read();
-    lib.ids()
-        .map(|id| {
-            let props = lib
-                .properties(id)
-                .into_iter()
-                .map(|(k, v, s)| (k.to_owned(), s.to_owned(), v.to_value()))
-                .collect();
-            (id, props)
-        })
-        .collect()
-}
+mod common;
+use common::{dump, State};
 
 fn add(entry: u32, key: &str, value: impl Into<Value>) -> Op {
     Op::AddProp {
@@ -357,9 +342,10 @@ const HOLDER_ENV: &str = "SPINDLE_TEST_LOCK_HOLDER";
 /// `compact N` commits and compacts N times, then answers `DONE`. Exits
 /// when stdin closes.
 fn hold_lock(dir: &str) {
-    // Never outlive a parent that stopped talking.
+    // Never outlive a parent that stopped talking (generous: on a loaded
+    // machine 150 fsynced compactions have taken over a minute).
     std::thread::spawn(|| {
-        std::thread::sleep(std::time::Duration::from_secs(60));
+        std::thread::sleep(std::time::Duration::from_secs(600));
         std::process::exit(2);
     });
     let db = Db::open(dir).unwrap();
