@@ -105,7 +105,7 @@ pub fn pinned_tracks(db: &Db, pins: &Path, roots: &[PathBuf]) -> anyhow::Result<
         };
         let ids = lib.query_ids(&parsed.coll, &pref)?;
         let rows = lib.fetch_rows(&ids.ids, &["url"], &pref);
-        for r in rows {
+        for r in rows.iter() {
             if let Some(t) = r.first().and_then(|v| track_of_url(v.as_ref(), roots)) {
                 if !out.contains(&t) {
                     out.push(t);
