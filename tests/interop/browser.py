@@ -82,7 +82,7 @@ class Page:
             raise RuntimeError(f"{expr}: {r['exceptionDetails']}")
         return r["result"].get("value")
 
-    async def wait_for(self, expr, timeout=10):
+    async def wait_for(self, expr, timeout=30):
         deadline = time.time() + timeout
         while time.time() < deadline:
             try:

@@ -105,7 +105,7 @@ def test_log_in_search_open_an_album_and_play(base):
         await p.wait_for("!document.getElementById('album').hidden")
         await p.wait_for("document.querySelectorAll('#tracks li').length > 0")
         await p.eval("document.getElementById('play-album').click(); true")
-        await p.wait_for("document.getElementById('audio').currentTime > 0.5", timeout=15)
+        await p.wait_for("document.getElementById('audio').currentTime > 0.5", timeout=30)
         if shot("album.png"):
             await p.screenshot(shot("album.png"))
 
@@ -143,12 +143,12 @@ def test_artist_page_queue_now_playing_recent_listens_and_charts(base):
         left = await p.eval("[...document.querySelectorAll('#queue li .name')].map(e => e.textContent)")
         assert left == [queued[0], queued[2]], (queued, left)
         await p.eval("document.getElementById('next').click(); true")
-        await p.wait_for("document.getElementById('audio').currentTime > 0.3", timeout=15)
+        await p.wait_for("document.getElementById('audio').currentTime > 0.3", timeout=30)
         first_title = queued[0].split(" — ")[0]
         assert await p.eval("document.querySelector('#queue li.playing .name').textContent") == queued[0]
         # The player told the server; now playing comes back from it.
         await p.wait_for(f"document.getElementById('now-playing').textContent.startsWith({first_title!r})",
-                         timeout=15)
+                         timeout=30)
         assert "Spindle web" in await p.eval("document.getElementById('now-playing').textContent")
         await p.eval("document.getElementById('next').click(); true")
         await p.wait_for("document.querySelector('#queue li.playing .name').textContent === "
@@ -165,7 +165,7 @@ def test_artist_page_queue_now_playing_recent_listens_and_charts(base):
                  for j, k in enumerate((0, 1, 1, 3, 9, 40))]
         plays += [(ids[1], now_ms - k * day - 120_000) for k in (0, 2, 200)]
         subsonic(base, "scrobble", id=[i for i, _ in plays], time=[t for _, t in plays])
-        await p.wait_for(count.format("#recent li") + " === 9", timeout=15)
+        await p.wait_for(count.format("#recent li") + " === 9", timeout=30)
         assert first_title in await p.eval("document.querySelector('#recent li').textContent")
         await p.eval("location.hash = '#/artists'; true")
         await p.wait_for(count.format("#artists li") + " === 2")
