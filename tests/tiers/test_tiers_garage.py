@@ -126,7 +126,20 @@ class Srv:
             return json.loads(r.read())["subsonic-response"]
 
     def status(self):
-        return json.loads((Path(self.data_dir) / "tiers/status.json").read_text())
+        """The state the server writes every two seconds, once it is newer
+        than this call (so it counts what happened before)."""
+        since = time.time()
+        path = Path(self.data_dir) / "tiers/status.json"
+        deadline = since + 15
+        while True:
+            try:
+                st = json.loads(path.read_text())
+                if st["written"] > since:
+                    return st
+            except (FileNotFoundError, json.JSONDecodeError):
+                pass
+            assert time.time() < deadline, "the server wrote no tiers status"
+            time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
