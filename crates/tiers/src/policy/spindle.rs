@@ -5,7 +5,7 @@
 //! differs from a general-purpose cache:
 //!
 //! 1. **Exact decayed counts instead of a sketch.** A library has a bounded
-//!    catalogue (100,000 tracks cost about 7 MB here), so every track
+//!    catalogue (100,000 tracks cost about 9 MB here), so every track
 //!    requested in the recent past gets its own counters, exact and not
 //!    capped at 15. A request adds 1 (a listen from the history adds its
 //!    weight) to counters that halve every H requests, stored as

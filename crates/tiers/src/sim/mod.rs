@@ -30,6 +30,7 @@ pub enum PolicyKind {
     Lru,
     Arc,
     S3Fifo,
+    #[serde(rename = "w-tinylfu")]
     WTinyLfu,
     Spindle,
     Static,
