@@ -322,6 +322,9 @@ pub trait IoEngine: Send {
     fn buf_size(&self) -> usize;
     /// Registers an open file; requests name it by the returned id.
     fn add_file(&mut self, file: File, access: Access) -> Result<FileId, SetupError>;
+    /// Unregisters a file and closes it; its id may be handed out again by
+    /// a later `add_file`. Refused while a request on it is in flight.
+    fn remove_file(&mut self, id: FileId) -> Result<(), SubmitError>;
     /// An idle slot's buffer; `None` while in flight (or out of range).
     fn buf(&self, slot: Slot) -> Option<&[u8]>;
     /// An idle slot's buffer, to fill before a write.

@@ -79,6 +79,9 @@ pub enum SubmitError {
     /// The file id was never registered.
     #[error("file id {id} is not registered with this engine")]
     UnknownFile { id: u32 },
+    /// A file removed while a request on it is in flight.
+    #[error("file id {id} has a request in flight; wait for it before removing the file")]
+    FileBusy { id: u32 },
     /// A write to a file registered read-only.
     #[error("file id {id} was registered read-only; writes to it are refused")]
     ReadOnly { id: u32 },

@@ -55,5 +55,5 @@ pub use engine::{
 };
 pub use error::{BenchError, SetupError, SubmitError, WaitError};
 pub use psync::PsyncEngine;
-pub use sys::{allowed_cpus, pin_current_thread, AlignedBuf, ALIGN};
+pub use sys::{allowed_cpus, pin_current_thread, read_cached, AlignedBuf, ALIGN};
 pub use uring::UringEngine;

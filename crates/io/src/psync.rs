@@ -22,7 +22,8 @@ pub struct PsyncEngine {
     config: EngineConfig,
     bufs: Vec<AlignedBuf>,
     busy: Vec<bool>,
-    files: Vec<(File, Access)>,
+    /// Files by id; `None` where one was removed.
+    files: Vec<Option<(File, Access)>>,
     done: VecDeque<Completion>,
     stats: EngineStats,
 }
@@ -61,13 +62,33 @@ impl IoEngine for PsyncEngine {
     }
 
     fn add_file(&mut self, file: File, access: Access) -> Result<FileId, SetupError> {
-        if self.files.len() >= self.config.max_files as usize {
+        let index = self
+            .files
+            .iter()
+            .position(Option::is_none)
+            .unwrap_or(self.files.len());
+        if index >= self.config.max_files as usize {
             return Err(SetupError::TooManyFiles {
                 capacity: self.config.max_files,
             });
         }
-        self.files.push((file, access));
-        Ok(FileId(self.files.len() as u32 - 1))
+        if let Some(free) = self.files.get_mut(index) {
+            *free = Some((file, access));
+        } else {
+            self.files.push(Some((file, access)));
+        }
+        Ok(FileId(index as u32))
+    }
+
+    fn remove_file(&mut self, id: FileId) -> Result<(), SubmitError> {
+        match self.files.get_mut(id.0 as usize) {
+            // psync requests finish inside `submit`: none is ever in flight.
+            Some(f @ Some(_)) => {
+                *f = None;
+                Ok(())
+            }
+            _ => Err(SubmitError::UnknownFile { id: id.0 }),
+        }
     }
 
     fn buf(&self, slot: Slot) -> Option<&[u8]> {
@@ -89,6 +110,7 @@ impl IoEngine for PsyncEngine {
         let (file, access) = self
             .files
             .get(req.file.0 as usize)
+            .and_then(Option::as_ref)
             .ok_or(SubmitError::UnknownFile { id: req.file.0 })?;
         if req.op == Op::Write && *access == Access::ReadOnly {
             return Err(SubmitError::ReadOnly { id: req.file.0 });

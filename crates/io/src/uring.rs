@@ -25,7 +25,8 @@ use crate::sys::ring::{PushError, RingOp, SlotRing, SqpollSetup};
 pub struct UringEngine {
     config: EngineConfig,
     ring: SlotRing,
-    files: Vec<(File, Access)>,
+    /// Registered files by index; `None` where one was removed.
+    files: Vec<Option<(File, Access)>>,
     pending: Vec<Option<Request>>,
     stats: EngineStats,
     sqpoll_active: bool,
@@ -103,7 +104,11 @@ impl IoEngine for UringEngine {
     }
 
     fn add_file(&mut self, file: File, access: Access) -> Result<FileId, SetupError> {
-        let index = self.files.len() as u32;
+        let index = self
+            .files
+            .iter()
+            .position(Option::is_none)
+            .unwrap_or(self.files.len()) as u32;
         if index >= self.config.max_files {
             return Err(SetupError::TooManyFiles {
                 capacity: self.config.max_files,
@@ -112,8 +117,28 @@ impl IoEngine for UringEngine {
         self.ring
             .set_file(index, file.as_raw_fd())
             .map_err(|source| SetupError::Register { source })?;
-        self.files.push((file, access));
+        if let Some(free) = self.files.get_mut(index as usize) {
+            *free = Some((file, access));
+        } else {
+            self.files.push(Some((file, access)));
+        }
         Ok(FileId(index))
+    }
+
+    fn remove_file(&mut self, id: FileId) -> Result<(), SubmitError> {
+        if !matches!(self.files.get(id.0 as usize), Some(Some(_))) {
+            return Err(SubmitError::UnknownFile { id: id.0 });
+        }
+        if self.pending.iter().flatten().any(|r| r.file == id) {
+            return Err(SubmitError::FileBusy { id: id.0 });
+        }
+        self.ring
+            .set_file(id.0, -1)
+            .map_err(|e| SubmitError::Kernel {
+                message: e.to_string(),
+            })?;
+        self.files[id.0 as usize] = None;
+        Ok(())
     }
 
     fn buf(&self, slot: Slot) -> Option<&[u8]> {
@@ -129,6 +154,7 @@ impl IoEngine for UringEngine {
         let (_, access) = self
             .files
             .get(req.file.0 as usize)
+            .and_then(Option::as_ref)
             .ok_or(SubmitError::UnknownFile { id: req.file.0 })?;
         if req.op == Op::Write && *access == Access::ReadOnly {
             return Err(SubmitError::ReadOnly { id: req.file.0 });

@@ -157,6 +157,46 @@ pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Reads up to `len` bytes at `offset` into the spare capacity of `buf`
+/// (appending them) only if they are in the page cache:
+/// `preadv2(RWF_NOWAIT)`. `Ok(None)` when reading would block on the disk
+/// (or the kernel or filesystem does not offer `RWF_NOWAIT`); the count may
+/// be short when only part of the range is cached.
+pub fn read_cached(
+    file: &std::fs::File,
+    buf: &mut Vec<u8>,
+    len: usize,
+    offset: u64,
+) -> std::io::Result<Option<usize>> {
+    use std::os::fd::AsRawFd;
+    buf.reserve(len);
+    let spare = buf.spare_capacity_mut();
+    let len = len.min(spare.len());
+    let iov = libc::iovec {
+        iov_base: spare.as_mut_ptr().cast(),
+        iov_len: len,
+    };
+    let Ok(off) = libc::off_t::try_from(offset) else {
+        return Ok(None);
+    };
+    // SAFETY: the iovec points at `len` bytes of `buf`'s spare capacity,
+    // which we own exclusively for the duration of the call; the kernel
+    // writes at most `len` bytes there.
+    let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, off, libc::RWF_NOWAIT) };
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN | libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    let n = n as usize;
+    // SAFETY: the kernel initialised the first `n` (<= len) bytes of the
+    // spare capacity, which directly follow the vector's current length.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(Some(n))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
