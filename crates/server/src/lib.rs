@@ -29,6 +29,7 @@ pub mod accounts;
 pub mod as12;
 pub mod auth_page;
 pub mod catalog;
+pub mod http;
 pub mod charts;
 pub mod lastfm;
 pub mod lfm_response;
@@ -47,7 +48,6 @@ pub mod userdata;
 pub mod web;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub use accounts::{AccountError, Accounts};
@@ -97,11 +97,7 @@ pub async fn serve_with(
 ) -> std::io::Result<()> {
     let app = router_with(state.clone(), music);
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
+    let server = http::serve_connections(listener, app, async move {
         shutdown.await;
         let _ = stopping_tx.send(());
     });

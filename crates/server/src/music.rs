@@ -140,6 +140,17 @@ impl Music {
         cat
     }
 
+    /// The catalog as last built, if it is younger than the cache's
+    /// lifetime and no rescan was reported since; `None` otherwise. Takes
+    /// no library lock and builds nothing, so an async thread may call it
+    /// (a stream's lookup); a song missing from it may just be new.
+    pub fn recent_catalog(&self) -> Option<Arc<Catalog>> {
+        let c = lock(&self.cache);
+        let (k, built, cat) = c.as_ref()?;
+        (k.0 == self.version.load(Ordering::SeqCst) && built.elapsed() < CATALOG_TTL)
+            .then(|| cat.clone())
+    }
+
     /// The file of a song, if it is still under a music folder once
     /// symlinks are resolved; `None` otherwise. The only way from a
     /// request to a path.

@@ -2,9 +2,12 @@
 //! suffix and open-ended ranges; 206 and 416), `If-Range`, `ETag`,
 //! `Last-Modified` and the 304s of `If-None-Match` / `If-Modified-Since`.
 //!
-//! The body is read from the file in 64 KiB chunks as the client takes
-//! them (a tokio file under a `ReaderStream`), so a stream costs one buffer,
-//! not the file. Files are sent as they are: there is no transcoding.
+//! The body is read from the file in chunks as the client takes them, so
+//! a stream costs one buffer, not the file. How the chunks are read is the
+//! [`ReadEngine`], chosen once per process with [`configure`] (`spindle
+//! serve --io-engine`): tokio's file reads, or one of spindle-io's engines
+//! (psync, io_uring, io_uring with SQPOLL) run by a thread of its own (see
+//! [`pool`]). Files are sent as they are: there is no transcoding.
 //!
 //! Which file: callers resolve a library entry id to a path under a music
 //! folder ([`crate::music::Music::file_of`]); no request parameter is ever
@@ -18,8 +21,68 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
+pub mod pool;
+
 /// Bytes read from the file per chunk.
 pub const CHUNK: usize = 64 * 1024;
+
+/// How the stream path reads files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadEngine {
+    /// tokio's file reads (a blocking-pool thread per read).
+    Tokio,
+    /// spindle-io's engines, on an IO thread of their own.
+    Io(spindle_io::EngineKind),
+}
+
+/// The engine `spindle serve` uses unless told otherwise (see
+/// docs/bench-stream.md for the measurements behind it).
+pub const DEFAULT_ENGINE: &str = "uring";
+
+impl ReadEngine {
+    /// `tokio`, `psync`, `uring` or `uring-sqpoll`.
+    pub fn parse(s: &str) -> Result<ReadEngine, String> {
+        match s {
+            "tokio" => Ok(ReadEngine::Tokio),
+            _ => spindle_io::EngineKind::parse(s)
+                .map(ReadEngine::Io)
+                .map_err(|_| {
+                    format!("unknown IO engine '{s}'; expected tokio, psync, uring or uring-sqpoll")
+                }),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadEngine::Tokio => "tokio",
+            ReadEngine::Io(k) => k.name(),
+        }
+    }
+}
+
+static READER: std::sync::OnceLock<Option<pool::Pool>> = std::sync::OnceLock::new();
+
+/// Sets the process's read engine (once; later calls change nothing).
+/// Returns what runs: an io_uring engine falls back to psync where
+/// io_uring is unavailable, and the reason is returned with it.
+pub fn configure(engine: ReadEngine) -> Result<(String, Option<String>), spindle_io::SetupError> {
+    let (pool, note) = match engine {
+        ReadEngine::Tokio => (None, None),
+        ReadEngine::Io(kind) => {
+            let (p, fell_back) = pool::Pool::start(kind)?;
+            (Some(p), fell_back)
+        }
+    };
+    let name = pool
+        .as_ref()
+        .map_or("tokio".to_owned(), |p| p.kind().name().to_owned());
+    let _ = READER.set(pool);
+    Ok((name, note))
+}
+
+fn reader() -> Option<&'static pool::Pool> {
+    READER.get().and_then(Option::as_ref)
+}
 
 /// What a `Range` header asks of a body of a given length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,6 +213,50 @@ impl Validators {
     }
 }
 
+/// How long an open file is reused for new requests (nginx's
+/// `open_file_cache_valid`, which the benchmark sets to 60 s). A file
+/// replaced on disk is served as it was for at most this long, with its
+/// old validators, so clients never mix the two.
+pub const OPEN_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(2);
+/// Open files kept at most.
+const OPEN_CACHE_MAX: usize = 1024;
+
+type OpenFile = (std::sync::Arc<std::fs::File>, std::fs::Metadata);
+
+static OPEN_CACHE: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, (OpenFile, std::time::Instant)>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// The open file at `path` and its metadata, from a small cache of open
+/// files (like nginx's `open_file_cache`): a stream of a popular track
+/// costs no `open`, no `fstat`, and no wake-up of the music folders'
+/// watcher, which hears every open. `None` when it is not a regular file.
+fn open_cached(path: &Path) -> std::io::Result<Option<OpenFile>> {
+    let now = std::time::Instant::now();
+    {
+        let cache = OPEN_CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((f, at)) = cache.get(path) {
+            if now.duration_since(*at) < OPEN_CACHE_TTL {
+                return Ok(Some(f.clone()));
+            }
+        }
+    }
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let entry = (std::sync::Arc::new(file), meta);
+    let mut cache = OPEN_CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() >= OPEN_CACHE_MAX {
+        cache.retain(|_, (_, at)| now.duration_since(*at) < OPEN_CACHE_TTL);
+    }
+    if cache.len() < OPEN_CACHE_MAX {
+        cache.insert(path.to_owned(), (entry.clone(), now));
+    }
+    Ok(Some(entry))
+}
+
 /// What was sent, for metrics and logs.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Sent {
@@ -170,13 +277,13 @@ pub async fn serve_file(
     req: &HeaderMap,
     head: bool,
 ) -> (Response, Sent) {
-    let mut file = match tokio::fs::File::open(path).await {
-        Ok(f) => f,
+    // open and fstat of a file the caller just resolved are answered from
+    // the kernel's caches in microseconds: done here, as nginx does,
+    // rather than as two round trips through the blocking pool.
+    let (file, meta) = match open_cached(path) {
+        Ok(Some(fm)) => fm,
+        Ok(None) => return plain(StatusCode::NOT_FOUND, "not a file"),
         Err(_) => return plain(StatusCode::NOT_FOUND, "the file is gone"),
-    };
-    let meta = match file.metadata().await {
-        Ok(m) if m.is_file() => m,
-        _ => return plain(StatusCode::NOT_FOUND, "not a file"),
     };
     let len = meta.len();
     let v = Validators::of(&meta);
@@ -239,18 +346,50 @@ pub async fn serve_file(
         .header(header::CONTENT_LENGTH, count);
     let body = if head || count == 0 {
         Body::empty()
+    } else if let Some(pool) = reader() {
+        Body::new(pool::FileBody::new(pool, file, start, count))
     } else {
+        // A file of its own: tokio reads at the file position, which a
+        // duplicate of the cached descriptor would share with others.
+        let Ok(own) = std::fs::File::open(path) else {
+            return plain(StatusCode::NOT_FOUND, "the file is gone");
+        };
+        let mut file = tokio::fs::File::from_std(own);
         if start > 0 && file.seek(std::io::SeekFrom::Start(start)).await.is_err() {
             return plain(StatusCode::INTERNAL_SERVER_ERROR, "cannot seek in the file");
         }
         let reader = file.take(count);
-        Body::from_stream(tokio_util::io::ReaderStream::with_capacity(reader, CHUNK))
+        Body::new(TokioBody {
+            inner: tokio_util::io::ReaderStream::with_capacity(reader, pool::chunk_len()),
+            _open: pool::OpenGuard::new(),
+        })
     };
     let sent = Sent {
         status: status.as_u16(),
         bytes: if head { 0 } else { count },
     };
     (b.body(body).unwrap_or_default(), sent)
+}
+
+/// A body read by tokio's file reads, counted among the open streams.
+struct TokioBody {
+    inner: tokio_util::io::ReaderStream<tokio::io::Take<tokio::fs::File>>,
+    _open: pool::OpenGuard,
+}
+
+impl http_body::Body for TokioBody {
+    type Data = axum::body::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        use futures_core::Stream;
+        std::pin::Pin::new(&mut self.inner)
+            .poll_next(cx)
+            .map(|o| o.map(|r| r.map(http_body::Frame::data)))
+    }
 }
 
 fn plain(status: StatusCode, msg: &'static str) -> (Response, Sent) {

@@ -34,6 +34,10 @@ pub enum Command {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:4533")]
         listen: String,
+        /// How streams read files: tokio, psync, uring or uring-sqpoll
+        /// (io_uring falls back to psync where it is unavailable).
+        #[arg(long, value_name = "ENGINE", default_value = spindle_server::stream::DEFAULT_ENGINE)]
+        io_engine: String,
     },
     /// Add and refresh the audio files of music folders in the library.
     Scan(ScanArgs),

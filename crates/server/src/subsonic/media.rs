@@ -18,7 +18,13 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
     let id = c.req("id")?.to_owned();
     let music = c.music.clone();
     let metrics_of = c.music.clone();
-    let (path, ct, name, track) = tokio::task::spawn_blocking(move || {
+    // With the catalog built and current, the lookup is a map access and a
+    // realpath: done here, it saves a hop to the blocking pool per stream.
+    if c.cat.is_none() {
+        c.cat = c.music.recent_catalog();
+    }
+    let inline = c.cat.as_ref().is_some_and(|cat| cat.song(&id).is_some());
+    let mut lookup = move || {
         let cat = c.cat();
         let s = cat.song(&id).ok_or_else(|| not_found("Song"))?;
         let track = crate::Music::track_of(s);
@@ -33,9 +39,14 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         Ok::<_, Fail>((path, s.content_type.clone(), name, track))
-    })
-    .await
-    .map_err(|_| Fail(0, "lookup failed".into()))??;
+    };
+    let (path, ct, name, track) = if inline {
+        lookup()?
+    } else {
+        tokio::task::spawn_blocking(lookup)
+            .await
+            .map_err(|_| Fail(0, "lookup failed".into()))??
+    };
     let (mut resp, sent) = match (path, metrics_of.tiers()) {
         (_, Some(tiers)) => crate::tiered::serve_track(tiers, &track, &ct, headers, head).await,
         (Some(path), None) => serve_file(&path, &ct, headers, head).await,

@@ -17,6 +17,9 @@ pub enum BenchCommand {
     /// Scrobbles per second through track.scrobble, and charts over a
     /// large history.
     Scrobble(super::bench_scrobble::ScrobbleArgs),
+    /// Streaming against nginx over the same files: whole files and 64 KiB
+    /// ranges with wrk, and thousands of paced 320 kbit/s listeners.
+    Stream(super::bench_stream::StreamArgs),
     /// One contestant of `bench library`, in a process of its own (internal).
     #[command(hide = true)]
     LibraryWorker {
@@ -60,6 +63,7 @@ pub fn run(cmd: &BenchCommand, _data_dir: &std::path::Path) -> anyhow::Result<()
         BenchCommand::Library(args) => library(args),
         BenchCommand::Scan(args) => super::bench_scan::run(args),
         BenchCommand::Scrobble(args) => super::bench_scrobble::run(args),
+        BenchCommand::Stream(args) => super::bench_stream::run(args),
         BenchCommand::LibraryWorker { request } => {
             println!("{}", worker_main(request)?);
             Ok(())

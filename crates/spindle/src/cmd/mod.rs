@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod bench_scan;
 pub mod bench_scrobble;
+pub mod bench_stream;
 pub mod db;
 pub mod iobench;
 pub mod listens;
@@ -56,7 +57,11 @@ pub fn default_data_dir() -> PathBuf {
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
     match &cli.command {
-        Command::Serve { music, listen } => serve::run(&data_dir, music, listen),
+        Command::Serve {
+            music,
+            listen,
+            io_engine,
+        } => serve::run(&data_dir, music, listen, io_engine),
         Command::Query(args) => query::run(args, &data_dir),
         Command::Scan(args) => scan::run(args, &data_dir),
         Command::Db(cmd) => db::run(cmd, &data_dir),

@@ -30,11 +30,38 @@ pub fn now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
+/// Raises the soft limit on open files to the hard limit: every stream
+/// holds a socket and a file.
+pub fn raise_nofile_limit() -> std::io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: setrlimit only reads the struct we pass.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(lim.rlim_cur)
+}
+
 pub fn run(
     data_dir: &Path,
     music: &[std::path::PathBuf],
     listen: &str,
+    io_engine: &str,
 ) -> anyhow::Result<ExitCode> {
+    let engine =
+        spindle_server::stream::ReadEngine::parse(io_engine).map_err(anyhow::Error::msg)?;
+    if let Err(e) = raise_nofile_limit() {
+        eprintln!("spindle: warning: could not raise the open-files limit: {e}");
+    }
     let db = spindle_store::Db::open(data_dir)
         .with_context(|| format!("opening the library in {}", data_dir.display()))?;
     for w in &db.open_report().warnings {
@@ -105,6 +132,11 @@ pub fn run(
         Config::default(),
         Arc::new(SystemClock),
     );
+    let (engine_name, fell_back) = spindle_server::stream::configure(engine)
+        .with_context(|| format!("starting the {} IO engine", engine.name()))?;
+    if let Some(why) = fell_back {
+        eprintln!("spindle: streaming reads use {engine_name}: {why}");
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

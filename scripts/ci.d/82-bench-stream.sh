@@ -1,0 +1,24 @@
+# Streaming benchmark smoke run: a small corpus served by `spindle serve`
+# (io_uring engine) and by Debian's nginx in the same run, wrk fetching
+# whole files and 64 KiB ranges for 2 s each, then 200 paced 320 kbit/s
+# listeners for 5 s against each. The run fails if a server sends wrong
+# bytes, wrk sees errors from Spindle, or a listener connection fails;
+# throughput ratios are printed, not enforced (CI machines are too noisy).
+# The full benchmark (docs/bench-stream.md) stays out of CI.
+apt_install nginx wrk
+cargo build --release --locked -p spindle
+out=$(mktemp "$ROOT/target/bench-stream-ci.XXXXXX")
+target/release/spindle bench stream --files 8 --min-mb 1 --max-mb 3 \
+    --duration 2 --rounds 1 --connections 32 --io-engines uring \
+    --listeners 200 --listen-seconds 5 | tee "$out"
+grep -q '^| whole files | 32 | Spindle (uring) | ' "$out"
+grep -q '^| 64 KiB ranges | 32 | nginx | ' "$out"
+# No wrk errors against Spindle (last column).
+if grep -E '^\| [^|]+ \| 32 \| Spindle \(uring\) \|.*\| [1-9][0-9]* \|$' "$out"; then
+    echo "== wrk saw errors from Spindle"
+    false
+fi
+# Every listener connected, none failed.
+grep -Eq '^\| Spindle \(uring\) \| 200 \| [0-9]+ \| 0 \| ' "$out"
+rm -f "$out"
+echo "== bench stream smoke run passed"
