@@ -5,7 +5,9 @@ JavaScript in it, and take a screenshot."""
 import asyncio
 import base64
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -35,6 +37,9 @@ class Browser:
              f"--remote-debugging-port={self.port}", "--remote-debugging-address=127.0.0.1",
              f"--user-data-dir={self.profile.name}", "--window-size=1100,700", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            # Its own process group, so close() reaches the renderer and
+            # GPU processes too, not only the browser process.
+            start_new_session=True,
         )
         self.ws_url = None
         # A loaded machine (parallel builds) can take a while to start it.
@@ -49,14 +54,24 @@ class Browser:
             except OSError:
                 pass
             time.sleep(0.2)
-        assert self.ws_url, "chromium did not start its DevTools endpoint"
+        if not self.ws_url:
+            self.close()
+            raise AssertionError("chromium did not start its DevTools endpoint")
 
     def close(self):
-        self.proc.terminate()
         try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
             self.proc.wait(timeout=10)
+        except ProcessLookupError:
+            pass
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        # Helpers of a browser that exited first may still be around.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.profile.cleanup()
 
 
