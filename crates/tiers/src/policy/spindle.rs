@@ -157,6 +157,7 @@ pub struct Spindle {
     heap: BinaryHeap<Reverse<(u64, u32)>>,
     window: Arena,
     main_bytes: u64,
+    main_len: usize,
     window_share: f64,
     tick: u64,
     climb: Climber,
@@ -200,6 +201,7 @@ impl Spindle {
             heap: BinaryHeap::new(),
             window: Arena::default(),
             main_bytes: 0,
+            main_len: 0,
             tick: 0,
             climb: Climber {
                 period: 0,
@@ -410,6 +412,7 @@ impl Spindle {
         let e = &mut self.entries[i as usize];
         e.state = NOT_HOT;
         self.main_bytes -= e.size;
+        self.main_len -= 1;
         evicted.push(e.id);
     }
 
@@ -452,6 +455,7 @@ impl Spindle {
         }
         self.entries[c as usize].state = IN_MAIN;
         self.main_bytes += size;
+        self.main_len += 1;
         self.heap.push(Reverse((self.key(c), c)));
         true
     }
@@ -552,6 +556,7 @@ impl Spindle {
             e.state = if state == IN_MAIN { IN_MAIN } else { NOT_HOT };
             if e.state == IN_MAIN {
                 p.main_bytes += size;
+                p.main_len += 1;
             }
             for k in 0..SCALES {
                 p.total[k] += acc[k];
@@ -582,7 +587,7 @@ impl Policy for Spindle {
         self.main_bytes + self.window.bytes(0)
     }
     fn len(&self) -> usize {
-        self.heap_len() + self.window.len(0)
+        self.main_len + self.window.len(0)
     }
     fn contains(&self, id: u64) -> bool {
         self.index
@@ -649,6 +654,7 @@ impl Policy for Spindle {
         match e.state {
             IN_MAIN => {
                 self.main_bytes -= e.size;
+                self.main_len -= 1;
                 e.state = NOT_HOT;
                 true
             }
@@ -667,12 +673,6 @@ impl Policy for Spindle {
         self.cap = bytes;
         self.climb.period = 0;
         self.rebalance(evicted);
-    }
-}
-
-impl Spindle {
-    fn heap_len(&self) -> usize {
-        self.entries.iter().filter(|e| e.state == IN_MAIN).count()
     }
 }
 
@@ -696,7 +696,8 @@ mod tests {
         let d = p.access(3, 10);
         assert!(d.admit, "3 > 2.5");
         assert_eq!(d.evicted, vec![2, 1], "lowest first");
-        assert_eq!(p.used(), 10);
+        assert_eq!((p.used(), p.len()), (10, 1));
+        assert!(p.remove(3) && p.is_empty());
     }
 
     #[test]
@@ -734,7 +735,7 @@ mod tests {
             a.access(id, 1 + id % 3);
         }
         let mut b = Spindle::from_state(a.state());
-        assert_eq!(a.used(), b.used());
+        assert_eq!((a.used(), a.len()), (b.used(), b.len()));
         for _ in 0..5000 {
             let id = next() % 150;
             let size = 1 + id % 3;
