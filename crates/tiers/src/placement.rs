@@ -1,7 +1,9 @@
 //! The seam between the runtime and the hot-tier policy: [`HotPolicy`]
 //! answers, per stream request, whether to promote the track and which
 //! hot tracks to demote. Any [`crate::policy::Policy`] (Spindle's own,
-//! W-TinyLFU, …) is one; [`DecayedLfu`] is a small stand-in for tests.
+//! W-TinyLFU, …) is one through [`FromPolicy`]; the server runs
+//! [`crate::policy::Spindle`]. [`DecayedLfu`] is a small stand-in for
+//! tests.
 //!
 //! Tracks are named by [`key_id`], the first eight bytes of the SHA-256
 //! of their key, so policies keep `u64`s, not strings.
@@ -23,6 +25,28 @@ pub trait HotPolicy: Send {
     fn access(&mut self, id: u64, size: u64) -> (bool, Vec<u64>);
     /// Whether `id` is hot in the policy's view.
     fn contains(&self, id: u64) -> bool;
+    /// A play from the listening history (weight: how many), raising the
+    /// track's popularity without a stream request.
+    fn record_listen(&mut self, _id: u64, _weight: f64) {}
+}
+
+/// Any [`crate::policy::Policy`] (Spindle's, W-TinyLFU, …) as the
+/// runtime's policy.
+pub struct FromPolicy<P>(pub P);
+
+impl<P: crate::policy::Policy + Send> HotPolicy for FromPolicy<P> {
+    fn access(&mut self, id: u64, size: u64) -> (bool, Vec<u64>) {
+        let d = self.0.access(id, size);
+        (d.admit, d.evicted)
+    }
+
+    fn contains(&self, id: u64) -> bool {
+        self.0.contains(id)
+    }
+
+    fn record_listen(&mut self, id: u64, weight: f64) {
+        self.0.record_listen(id, weight);
+    }
 }
 
 /// A decayed-frequency LFU with a byte budget: a track is admitted when
@@ -120,5 +144,19 @@ mod tests {
         assert_eq!(p.access(3, 500), (false, vec![]));
         assert!(p.used <= p.budget);
         assert_ne!(key_id("a"), key_id("b"));
+    }
+
+    #[test]
+    fn spindles_policy_drives_the_runtime_within_its_budget() {
+        let mut p = FromPolicy(crate::policy::Spindle::new(100));
+        let (admit, evicted) = p.access(1, 60);
+        assert!(admit && evicted.is_empty());
+        assert!(p.contains(1));
+        for _ in 0..5 {
+            p.access(2, 60);
+        }
+        p.record_listen(2, 10.0);
+        // Never both: 120 bytes do not fit 100.
+        assert!(!(p.contains(1) && p.contains(2)));
     }
 }

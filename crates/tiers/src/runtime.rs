@@ -661,6 +661,23 @@ impl Tiers {
         }
     }
 
+    /// Plays from the listening history (`weight` plays of `t`): they
+    /// raise its popularity in the policy but move nothing by themselves.
+    pub fn record_listen(&self, t: &TrackRef, weight: f64) {
+        if self.hot.is_none() {
+            return;
+        }
+        let id = key_id(&t.key);
+        self.ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, t.clone());
+        self.policy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .record_listen(id, weight);
+    }
+
     /// Replaces the pinned tracks: they are promoted (as the budget
     /// allows) and never demoted by the policy.
     pub fn set_pinned(&self, tracks: Vec<TrackRef>) {

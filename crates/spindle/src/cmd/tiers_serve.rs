@@ -29,10 +29,13 @@ pub fn load_config(path: Option<&Path>) -> anyhow::Result<Option<TiersConfig>> {
     Ok(TiersConfig::load(&path)?)
 }
 
-/// The hot-tier policy the server runs.
+/// The hot-tier policy the server runs: Spindle's (decayed frequencies
+/// at several time scales, size-aware admission; docs/tiers-policy.md).
 pub fn policy(cfg: &TiersConfig) -> Box<dyn spindle_tiers::placement::HotPolicy> {
     let budget = cfg.hot.as_ref().map_or(0, |h| h.budget);
-    Box::new(spindle_tiers::placement::DecayedLfu::new(budget))
+    Box::new(spindle_tiers::placement::FromPolicy(
+        spindle_tiers::policy::Spindle::new(budget),
+    ))
 }
 
 /// Sets the tiers up over the music folders, when configured. Checks the
@@ -63,6 +66,25 @@ pub fn load(data_dir: &Path, roots: &[PathBuf]) -> anyhow::Result<Option<Arc<Tie
 /// runtime.
 pub fn start(tiers: &Arc<Tiers>, db: Arc<Db>, roots: Vec<PathBuf>, data_dir: &Path) {
     tiers.start_background();
+    // The listening history so far: each track's play count.
+    {
+        let (t, db, roots) = (tiers.clone(), db.clone(), roots.clone());
+        tokio::task::spawn_blocking(move || {
+            let lib = db.read();
+            let ids: Vec<u32> = lib.ids().collect();
+            let pref = SourcePref::default();
+            let rows = lib.fetch_rows(&ids, &["url", "timesplayed"], &pref);
+            for r in rows.iter() {
+                let plays = match r.get(1) {
+                    Some(Some(ValueRef::Int(n))) if *n > 0 => *n as f64,
+                    _ => continue,
+                };
+                if let Some(track) = track_of_url(r.first().and_then(Option::as_ref), &roots) {
+                    t.record_listen(&track, plays);
+                }
+            }
+        });
+    }
     let pins = spindle_tiers::pins::pins_path(data_dir);
     let t = Arc::downgrade(tiers);
     tokio::spawn(async move {
