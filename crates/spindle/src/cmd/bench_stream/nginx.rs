@@ -45,7 +45,10 @@ events {{
 http {{
     access_log off;
     sendfile on;
-    tcp_nopush on;
+    # tcp_nopush (TCP_CORK) is the usual advice with sendfile, but on these
+    # keep-alive loopback runs it cost nginx ~40 ms per request (1,700 vs
+    # 10,000 ranges/s at 64 connections): its best setting here is off.
+    tcp_nopush off;
     tcp_nodelay on;
     open_file_cache max=10000 inactive=60s;
     open_file_cache_valid 60s;
