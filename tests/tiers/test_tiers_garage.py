@@ -277,3 +277,24 @@ def test_a_garage_node_dies_mid_stream_and_the_stream_finishes_byte_exact(setup)
         assert status == 200 and body == f.read_bytes(), name
     out = cli(s.data_dir, "tiers", "status")
     assert "garage" in out and "hit ratio" in out, out
+
+
+def test_the_access_log_replays_in_the_simulator(setup):
+    """Every whole-track stream above left a line in the server's access
+    log, and `spindle tiers simulate --replay` runs the policies over it."""
+    s = setup
+    for name in ["01 tone 220.wav", "02 tone 330.wav"]:
+        fetch(s, name)
+    log = Path(s.data_dir) / "tiers/access.log"
+    lines = [l.split("\t") for l in log.read_text().splitlines()]
+    assert len(lines) >= 2, lines
+    sizes = {p.stat().st_size for p in s.files.values()}
+    for ms, track, size in lines:
+        assert int(ms) > 1_600_000_000_000 and int(track) >= 0
+        assert int(size) in sizes, (size, sizes)
+    out = subprocess.run(
+        [BIN, "tiers", "simulate", "--replay", str(log), "--capacities", "20",
+         "--policies", "lru,w-tinylfu,spindle"],
+        capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "replay" in out.stdout.lower() and "spindle" in out.stdout.lower(), out.stdout

@@ -33,6 +33,7 @@ pub mod policy;
 pub mod sim;
 
 // The runtime: devices, the hot folder, cold replicas, latency-aware reads.
+pub mod access_log;
 pub mod config;
 pub mod device;
 pub mod hot;

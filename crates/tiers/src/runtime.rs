@@ -21,6 +21,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use crate::access_log::{access_log_path, AccessLog};
 use crate::config::{ColdKind, DeviceState, TiersConfig};
 use crate::device::{Backend, DeviceError, Folder, Opened, Reader, S3Device};
 use crate::hot::{HotError, HotFolder, Pacer, Recovery};
@@ -132,6 +133,8 @@ pub struct Tiers {
     pacer: Pacer,
     counters: Counters,
     status_path: PathBuf,
+    /// One line per stream request, for `tiers simulate --replay`.
+    access_log: AccessLog,
     started: Instant,
     recovery: Recovery,
     sample_every: Duration,
@@ -314,6 +317,7 @@ impl Tiers {
             pacer,
             counters: Counters::default(),
             status_path: status_path(data_dir),
+            access_log: AccessLog::open(access_log_path(data_dir)),
             started: Instant::now(),
             recovery,
             sample_every: Duration::from_secs(1),
@@ -354,6 +358,7 @@ impl Tiers {
             jobs: Mutex::new(None),
             counters: Counters::default(),
             status_path: status_path(data_dir),
+            access_log: AccessLog::open(access_log_path(data_dir)),
             started: Instant::now(),
             recovery: Recovery::default(),
             sample_every: Duration::from_secs(1),
@@ -629,10 +634,14 @@ impl Tiers {
     /// One stream request of `t` (`len` bytes): feeds the policy, which
     /// may promote it and demote others in the background.
     pub fn record_access(&self, t: &TrackRef, len: u64) {
+        let id = key_id(&t.key);
+        let unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        self.access_log.record(unix_ms, id, len);
         if self.hot.is_none() {
             return;
         }
-        let id = key_id(&t.key);
         self.ids
             .lock()
             .unwrap_or_else(|e| e.into_inner())
