@@ -40,39 +40,47 @@ fn slice<'a>(arena: &'a str, offsets: &[usize], id: u32) -> &'a str {
 impl Interner {
     /// The id of `s`, adding it (and its folded form) if new.
     pub fn intern(&mut self, s: &str) -> u32 {
-        if let Some(id) = self.get(s) {
+        let (id, new) = self.find_or_push(s);
+        if !new {
             return id;
         }
-        let id = self.push(s);
         let f = fold(s);
         let fid = if f == s {
             id
-        } else if let Some(fid) = self.get(f.as_ref()) {
-            self.folded[fid as usize]
         } else {
-            self.push(&f)
+            let (fid, _) = self.find_or_push(&f);
+            self.folded[fid as usize]
         };
         self.folded[id as usize] = fid;
         id
     }
 
-    fn push(&mut self, s: &str) -> u32 {
-        let id = self.offsets.len() as u32;
-        self.offsets.push(self.arena.len());
-        self.arena.push_str(s);
-        self.folded.push(id);
+    /// The id of `s` and whether it was added: one hash and one probe
+    /// either way (a bulk load adds almost every string it meets).
+    fn find_or_push(&mut self, s: &str) -> (u32, bool) {
         let hash = self.hasher.hash_one(s);
         let Self {
             arena,
             offsets,
+            folded,
             table,
             hasher,
-            ..
         } = self;
-        table.insert_unique(hash, id, |&other| {
-            hasher.hash_one(slice(arena, offsets, other))
-        });
-        id
+        match table.entry(
+            hash,
+            |&id| slice(arena, offsets, id) == s,
+            |&other| hasher.hash_one(slice(arena, offsets, other)),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(e) => (*e.get(), false),
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                let id = offsets.len() as u32;
+                offsets.push(arena.len());
+                arena.push_str(s);
+                folded.push(id);
+                v.insert(id);
+                (id, true)
+            }
+        }
     }
 
     /// Make room for `strings` more strings of `bytes` bytes in all, so
