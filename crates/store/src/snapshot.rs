@@ -251,7 +251,7 @@ pub(crate) fn read(bytes: &[u8], max_slots: u64) -> Result<(Library, u64, Vec<St
     // damaged count can ask for).
     let (nstrings, string_bytes) = string_totals(&bytes[HEADER_LEN..]);
     lib.strings.reserve(
-        (nstrings + nstrings / 4).min(bytes.len()),
+        nstrings.saturating_add(nstrings / 4).min(bytes.len()),
         string_bytes.min(bytes.len()),
     );
     let mut keys: Vec<u32> = Vec::new();
