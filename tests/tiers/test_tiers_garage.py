@@ -294,7 +294,7 @@ def test_the_access_log_replays_in_the_simulator(setup):
         assert int(size) in sizes, (size, sizes)
     out = subprocess.run(
         [BIN, "tiers", "simulate", "--replay", str(log), "--capacities", "20",
-         "--policies", "lru,w-tinylfu,spindle"],
+         "--policies", "lru,w-tinylfu,spindle", "--no-chart"],
         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "replay" in out.stdout.lower() and "spindle" in out.stdout.lower(), out.stdout
