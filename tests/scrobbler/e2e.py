@@ -190,9 +190,9 @@ time.sleep(1)
 #    now-playing latency at the track change A -> B.
 t0 = time.time()
 player = mpv(tone["A"], tone["B"])
-# Generous waits: on a machine loaded by parallel builds, mpv's start and
-# the first request took over 10 s; the daemon's own latency is checked
-# precisely at the track change below.
+# Generous waits: the first now playing after mpv starts has taken 7–10 s
+# in some runs (0.26 s in others; cause not yet traced); the daemon's own
+# latency is checked precisely at the track change below.
 np_a = wait_for(lambda: recent("alice")[0] == "Tone A", 20)
 check(bool(np_a), f"now playing 'Tone A' reached the server {time.time() - t0:.2f} s after mpv started")
 seen_b = wait_for(lambda: time.time() if recent("alice")[0] == "Tone B" else None, 30, step=0.005)
