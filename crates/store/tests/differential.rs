@@ -374,6 +374,30 @@ fn build(r: &mut Rng, db: &Db, n: usize) -> BTreeMap<u32, RefEntry> {
     reference
 }
 
+/// Adds a property to entry `id`: to the reference (a set, so once) and
+/// as an op.
+fn add_prop(
+    e: &mut RefEntry,
+    id: u32,
+    key: String,
+    source: String,
+    value: Value,
+    ops: &mut Vec<Op>,
+) {
+    if !e
+        .iter()
+        .any(|(k, v, s)| *k == key && *v == value && *s == source)
+    {
+        e.push((key.clone(), value.clone(), source.clone()));
+    }
+    ops.push(Op::AddProp {
+        entry: id,
+        key,
+        source,
+        value,
+    });
+}
+
 /// A new entry with up to `max_props - 1` random properties: its ops
 /// are pushed to `ops`, its reference form returned.
 fn rand_entry(r: &mut Rng, id: u32, max_props: usize, ops: &mut Vec<Op>) -> RefEntry {
@@ -383,18 +407,7 @@ fn rand_entry(r: &mut Rng, id: u32, max_props: usize, ops: &mut Vec<Op>) -> RefE
         let key = (*r.pick(KEYS)).to_owned();
         let source = (*r.pick(SOURCES)).to_owned();
         let value = rand_value(r);
-        if !e
-            .iter()
-            .any(|(k, v, s)| *k == key && *v == value && *s == source)
-        {
-            e.push((key.clone(), value.clone(), source.clone()));
-        }
-        ops.push(Op::AddProp {
-            entry: id,
-            key,
-            source,
-            value,
-        });
+        add_prop(&mut e, id, key, source, value, ops);
     }
     e
 }
@@ -516,18 +529,7 @@ fn mutate(r: &mut Rng, db: &Db, reference: &mut BTreeMap<u32, RefEntry>, round: 
                 };
                 let value = rand_value(r);
                 let e = reference.get_mut(&id).unwrap();
-                if !e
-                    .iter()
-                    .any(|(k, v, s)| *k == key && *v == value && *s == source)
-                {
-                    e.push((key.clone(), value.clone(), source.clone()));
-                }
-                ops.push(Op::AddProp {
-                    entry: id,
-                    key,
-                    source,
-                    value,
-                });
+                add_prop(e, id, key, source, value, &mut ops);
             }
             4 | 5 if !ids.is_empty() => {
                 let id = *r.pick(&ids);
