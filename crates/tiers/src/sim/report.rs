@@ -7,7 +7,8 @@ use super::targets::Check;
 use super::{Cell, PolicyKind};
 
 /// Markdown tables: per workload, the byte and the object hit ratio of
-/// every policy at every exponent and size.
+/// every policy at every exponent and size over the whole trace, then the
+/// byte hit ratio in the steady state (after the warm-up).
 pub fn tables(cells: &[Cell], policies: &[PolicyKind]) -> String {
     let mut out = String::new();
     for w in ["stationary", "shifting", "replay"] {
@@ -24,6 +25,10 @@ pub fn tables(cells: &[Cell], policies: &[PolicyKind]) -> String {
                 (|c: &Cell| c.byte_hit_ratio) as fn(&Cell) -> f64,
             ),
             ("object hit ratio", |c: &Cell| c.object_hit_ratio),
+            (
+                "steady state (the first 20% of the requests not counted), byte hit ratio",
+                |c: &Cell| c.steady_byte_hit_ratio,
+            ),
         ] {
             let _ = writeln!(out, "\n{w} workload, {metric} (%):\n");
             let mut head = String::from("| s | hot |");
