@@ -12,16 +12,22 @@
 //!    `Σ w·2^(t/H)` against a moving reference so an update is one
 //!    multiply-add and comparing two tracks needs no decay step.
 //! 2. **Several memories, chosen by shadow hits.** Each track is counted at
-//!    six half-lives, 8,192 to 8,388,608 requests. For each half-life the
-//!    policy keeps the count a track needs to rank among the tracks that
-//!    fill the budget, and scores every fourth request: would a hot tier
-//!    ranked by that half-life have held it? The half-life with the most
-//!    such shadow hit bytes lately (a decayed sum) ranks the tracks.
-//!    Stationary popularity picks a long memory (close to the true
-//!    frequencies); new releases rising and old tracks fading pick a short
-//!    one; and the choice depends on the budget, because a large hot tier's
-//!    marginal tracks are requested rarely and need a longer memory to be
-//!    told apart.
+//!    six half-lives, 8,192 to 8,388,608 requests. The rankings on offer
+//!    are each half-life alone and two blends (the 524,288-request count
+//!    plus a quarter of the 2- or 8-million-request one). For each ranking
+//!    the policy keeps the count a track needs to rank among the tracks
+//!    that fill the budget, and scores every fourth request: would a hot
+//!    tier ranked that way have held it? The ranking with the most such
+//!    shadow hit bytes lately (a decayed sum) ranks the tracks; a
+//!    challenger takes over only when its lead is three standard
+//!    deviations of what the requests on which the two disagree would give
+//!    by chance, so a real lead of a few hundredths of a point wins and
+//!    noise does not. Stationary popularity picks a long memory (close to
+//!    the true frequencies); new releases rising and old tracks fading pick
+//!    a short one; and the choice depends on the budget, because a large
+//!    hot tier's marginal tracks are requested rarely and need a longer
+//!    memory to be told apart (the blends: a short memory for the head,
+//!    the long one to separate the tail).
 //! 3. **Size-aware admission.** The main region is ordered by count; a
 //!    candidate displaces the lowest-ranked tracks only if its count beats
 //!    their byte-weighted mean count: the hot tier is judged by the bytes
@@ -53,6 +59,8 @@ use super::{Outcome, Policy};
 
 /// How many time scales each track is counted at.
 const SCALES: usize = 6;
+/// The most rankings (the scales and the blends) the policy chooses from.
+const MAX_RANKERS: usize = 10;
 /// Renormalise the counters when the fastest scale's unit passes this.
 const RENORMALISE_AT: f64 = 1e120;
 
@@ -65,6 +73,12 @@ const IN_MAIN: u8 = 2;
 pub struct SpindleConfig {
     /// Half-lives of the frequency counters, in requests, shortest first.
     pub half_lives: [f64; SCALES],
+    /// Blended rankings offered besides the pure scales: `(short, long,
+    /// weight)` ranks by the count at scale `short` plus `weight` times
+    /// the count at the longer scale `long` (indexes into `half_lives`).
+    /// The shadow hits choose among the scales and these blends alike.
+    #[serde(default = "default_blends")]
+    pub blends: Vec<(usize, usize, f64)>,
     /// Half-life of the shadow hit counts, in scored requests.
     pub score_half_life: f64,
     /// Score one request in this many (the others only count).
@@ -74,9 +88,14 @@ pub struct SpindleConfig {
     /// Recompute each scale's admission threshold every this many
     /// requests.
     pub threshold_every: u64,
-    /// A scale must beat the current one by this share of the scored bytes
-    /// to take over.
+    /// A ranking must beat the current one by this share of the scored
+    /// bytes to take over…
     pub switch_margin: f64,
+    /// …and by this many standard deviations of the difference, were the
+    /// two equally good: the requests on which the two disagree decide,
+    /// and each is a coin flip under that null.
+    #[serde(default = "default_switch_sigmas")]
+    pub switch_sigmas: f64,
     /// The window's initial share of the bytes.
     pub window: f64,
     /// The largest share the hill climber may give the window.
@@ -96,16 +115,40 @@ impl Default for SpindleConfig {
                 2_097_152.0,
                 8_388_608.0,
             ],
+            blends: default_blends(),
             score_half_life: 32_768.0,
             score_every: 4,
             select_every: 4096,
             threshold_every: 32_768,
-            switch_margin: 0.002,
+            switch_margin: 0.0,
+            switch_sigmas: default_switch_sigmas(),
             window: 0.0,
             window_max: 0.5,
             adapt_window: false,
         }
     }
+}
+
+fn default_switch_sigmas() -> f64 {
+    3.0
+}
+
+/// The 524,288-request count plus a quarter of the 2- or 8-million-request
+/// one: at a large budget the marginal tracks count one or two requests at
+/// 524,288 requests, and the longer memory tells them apart while the
+/// shorter one still follows releases and fading hits.
+fn default_blends() -> Vec<(usize, usize, f64)> {
+    vec![(3, 4, 0.25), (3, 5, 0.25)]
+}
+
+/// One way to rank the tracks: the count at scale `short` plus `weight`
+/// times the count at scale `long` (the same scale and no weight for a
+/// pure scale).
+#[derive(Debug, Clone, Copy)]
+struct Ranker {
+    short: usize,
+    long: usize,
+    weight: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -123,8 +166,10 @@ pub struct SpindleState {
     pub config: SpindleConfig,
     pub capacity: u64,
     pub window_share: f64,
+    /// The ranking in use: a scale (`0..6`) or a blend (`6..`, in the
+    /// order of [`SpindleConfig::blends`]).
     pub active_scale: usize,
-    pub prediction: [f64; SCALES],
+    pub prediction: Vec<f64>,
     /// Known tracks: (id, size, counters, 0 = cold / 1 = window / 2 = main).
     pub tracks: Vec<(u64, u64, [f64; SCALES], u8)>,
     /// Window members, most recent first.
@@ -143,17 +188,34 @@ pub struct Spindle {
     unit: [f64; SCALES],
     growth: [f64; SCALES],
     total: [f64; SCALES],
-    /// Decayed bytes of the scored requests each scale's ranking would
-    /// have served hot (its shadow hits), and of all scored requests.
-    prediction: [f64; SCALES],
+    /// The rankings to choose from: each scale, then the blends.
+    rankers: Vec<Ranker>,
+    /// Decayed bytes of the scored requests each ranking would have
+    /// served hot (its shadow hits), and of all scored requests.
+    prediction: [f64; MAX_RANKERS],
     scored: f64,
-    /// Per scale, the decayed count a track needs to rank among the
-    /// tracks that fill the budget (recomputed every `threshold_every`).
-    threshold: [f64; SCALES],
+    /// Per pair of rankings, the decayed (at the squared rate) sum of the
+    /// squared sizes of the scored requests on which they disagree: the
+    /// variance of the difference of their shadow hits if they were
+    /// equally good.
+    disagree: [[f64; MAX_RANKERS]; MAX_RANKERS],
+    /// Per ranking, the count a track needs to rank among the tracks that
+    /// fill the budget (recomputed every `threshold_every`).
+    threshold: [f64; MAX_RANKERS],
     score_decay: f64,
+    /// The ranking in use (an index into `rankers`).
     active: usize,
-    /// Main members by their counter at the active scale (lazy: a key may
-    /// be older, i.e. lower, than the counter; fixed when popped).
+    /// The active ranking's scales and, for a blend, the weight of the
+    /// long scale's raw counter: the heap key is `acc[short] + gamma ·
+    /// acc[long]`. Both counters only grow, so a stale key is lower than
+    /// the current one, as the lazy heap needs; `gamma` is reset at each
+    /// rebuild (every `threshold_every` requests for a blend) so the
+    /// long count keeps its weight as the two units drift apart.
+    short: usize,
+    long: usize,
+    gamma: f64,
+    /// Main members by their key under the active ranking (lazy: a key
+    /// may be older, i.e. lower, than the current one; fixed when popped).
     heap: BinaryHeap<Reverse<(u64, u32)>>,
     window: Arena,
     main_bytes: u64,
@@ -185,7 +247,27 @@ impl Spindle {
 
     pub fn with_config(capacity: u64, cfg: SpindleConfig) -> Self {
         let growth = cfg.half_lives.map(|h| 2f64.powf(1.0 / h));
+        let mut rankers: Vec<Ranker> = (0..SCALES)
+            .map(|k| Ranker {
+                short: k,
+                long: k,
+                weight: 0.0,
+            })
+            .collect();
+        for &(short, long, weight) in &cfg.blends {
+            if rankers.len() < MAX_RANKERS && short < SCALES && long < SCALES {
+                rankers.push(Ranker {
+                    short,
+                    long,
+                    weight,
+                });
+            }
+        }
         Spindle {
+            rankers,
+            short: SCALES / 2,
+            long: SCALES / 2,
+            gamma: 0.0,
             score_decay: 0.5f64.powf(1.0 / cfg.score_half_life),
             window_share: cfg.window,
             cap: capacity,
@@ -194,9 +276,10 @@ impl Spindle {
             unit: [1.0; SCALES],
             growth,
             total: [0.0; SCALES],
-            prediction: [0.0; SCALES],
+            prediction: [0.0; MAX_RANKERS],
             scored: 0.0,
-            threshold: [0.0; SCALES],
+            disagree: [[0.0; MAX_RANKERS]; MAX_RANKERS],
+            threshold: [0.0; MAX_RANKERS],
             active: SCALES / 2,
             heap: BinaryHeap::new(),
             window: Arena::default(),
@@ -218,9 +301,15 @@ impl Spindle {
         }
     }
 
-    /// Which half-life (in requests) ranks the tracks now.
+    /// Which half-life (in requests) ranks the tracks now (for a blend,
+    /// its shorter one).
     pub fn active_half_life(&self) -> f64 {
-        self.cfg.half_lives[self.active]
+        self.cfg.half_lives[self.short]
+    }
+
+    /// Whether the tracks are ranked by a blend of two half-lives now.
+    pub fn blended(&self) -> bool {
+        self.gamma > 0.0
     }
 
     /// Bytes in the window now.
@@ -234,12 +323,12 @@ impl Spindle {
     }
 
     /// A track's estimated request rate: requests per request served,
-    /// at the active time scale (0 for an unknown track).
+    /// at the active (shorter) time scale (0 for an unknown track).
     pub fn rate(&self, id: u64) -> f64 {
         match self.index.get(&id) {
             Some(&i) => {
-                let h = self.cfg.half_lives[self.active];
-                self.entries[i as usize].acc[self.active] / self.unit[self.active]
+                let h = self.cfg.half_lives[self.short];
+                self.entries[i as usize].acc[self.short] / self.unit[self.short]
                     * std::f64::consts::LN_2
                     / h
             }
@@ -255,8 +344,25 @@ impl Spindle {
         self.cap - self.window_cap().min(self.cap)
     }
 
+    /// The active ranking's key of track `i`, in raw (unscaled) units.
+    fn raw(&self, i: u32) -> f64 {
+        let e = &self.entries[i as usize];
+        e.acc[self.short] + self.gamma * e.acc[self.long]
+    }
+
     fn key(&self, i: u32) -> u64 {
-        self.entries[i as usize].acc[self.active].to_bits()
+        self.raw(i).to_bits()
+    }
+
+    /// A track's count under ranking `r`, now.
+    fn ranked(&self, e: &Entry, r: usize) -> f64 {
+        let k = self.rankers[r];
+        let c = e.acc[k.short] / self.unit[k.short];
+        if k.weight > 0.0 {
+            c + k.weight * e.acc[k.long] / self.unit[k.long]
+        } else {
+            c
+        }
     }
 
     fn entry_for(&mut self, id: u64, size: u64) -> u32 {
@@ -306,15 +412,27 @@ impl Spindle {
         let e = &self.entries[i as usize];
         let size = e.size.max(1) as f64;
         self.scored = self.scored * self.score_decay + size;
-        for k in 0..SCALES {
-            let hit = e.acc[k] / self.unit[k] >= self.threshold[k] && self.threshold[k] > 0.0;
-            self.prediction[k] =
-                self.prediction[k] * self.score_decay + if hit { size } else { 0.0 };
+        let n = self.rankers.len();
+        let mut hits = [false; MAX_RANKERS];
+        for r in 0..n {
+            let hit = self.threshold[r] > 0.0 && self.ranked(e, r) >= self.threshold[r];
+            hits[r] = hit;
+            self.prediction[r] =
+                self.prediction[r] * self.score_decay + if hit { size } else { 0.0 };
+        }
+        let d2 = self.score_decay * self.score_decay;
+        for r in 0..n {
+            for q in r + 1..n {
+                let v =
+                    self.disagree[r][q] * d2 + if hits[r] != hits[q] { size * size } else { 0.0 };
+                self.disagree[r][q] = v;
+                self.disagree[q][r] = v;
+            }
         }
     }
 
-    /// Recomputes each scale's threshold: the decayed count of the m-th
-    /// most counted track, m the number of tracks of mean size the budget
+    /// Recomputes each ranking's threshold: the count of the m-th most
+    /// counted track, m the number of tracks of mean size the budget
     /// holds.
     fn recompute_thresholds(&mut self) {
         let n = self.entries.len();
@@ -324,40 +442,50 @@ impl Spindle {
         let mean = self.entries.iter().map(|e| e.size).sum::<u64>() / n as u64;
         let m = (self.cap / mean.max(1)) as usize;
         if m == 0 || m >= n {
-            self.threshold = [0.0; SCALES];
+            self.threshold = [0.0; MAX_RANKERS];
             return;
         }
         let mut v = vec![0f64; n];
-        for k in 0..SCALES {
+        for r in 0..self.rankers.len() {
             for (x, e) in v.iter_mut().zip(&self.entries) {
-                *x = e.acc[k] / self.unit[k];
+                *x = self.ranked(e, r);
             }
             let (_, t, _) = v.select_nth_unstable_by(m - 1, |a, b| b.total_cmp(a));
-            self.threshold[k] = *t;
+            self.threshold[r] = *t;
         }
     }
 
     fn maybe_switch_scale(&mut self) {
         let mut best = self.active;
-        for k in 0..SCALES {
-            if self.prediction[k] > self.prediction[best] {
-                best = k;
+        for r in 0..self.rankers.len() {
+            if self.prediction[r] > self.prediction[best] {
+                best = r;
             }
         }
+        let lead = self.prediction[best] - self.prediction[self.active];
         if best != self.active
-            && self.prediction[best]
-                > self.prediction[self.active] + self.cfg.switch_margin * self.scored
+            && lead > self.cfg.switch_margin * self.scored
+            && lead > self.cfg.switch_sigmas * self.disagree[best][self.active].sqrt()
         {
             self.active = best;
             self.rebuild_heap();
         }
     }
 
+    /// Rebuilds the heap under the active ranking, with a fresh `gamma`.
     fn rebuild_heap(&mut self) {
+        let k = self.rankers[self.active];
+        self.short = k.short;
+        self.long = k.long;
+        self.gamma = if k.weight > 0.0 && k.long != k.short {
+            k.weight * self.unit[k.short] / self.unit[k.long]
+        } else {
+            0.0
+        };
         let mut v = Vec::with_capacity(self.heap.len());
         for (i, e) in self.entries.iter().enumerate() {
             if e.state == IN_MAIN {
-                v.push(Reverse((e.acc[self.active].to_bits(), i as u32)));
+                v.push(Reverse((self.raw(i as u32).to_bits(), i as u32)));
             }
         }
         self.heap = BinaryHeap::from(v);
@@ -405,7 +533,7 @@ impl Spindle {
     fn lowest_key(&mut self) -> Option<f64> {
         let i = self.pop_lowest()?;
         self.heap.push(Reverse((self.key(i), i)));
-        Some(self.entries[i as usize].acc[self.active])
+        Some(self.raw(i))
     }
 
     fn evict_main(&mut self, i: u32, evicted: &mut Vec<u64>) {
@@ -424,7 +552,7 @@ impl Spindle {
             return false;
         }
         if self.main_bytes + size > cap {
-            let score = self.entries[c as usize].acc[self.active];
+            let score = self.raw(c);
             // Fast path: no better than the lowest member, so no better
             // than any set of victims.
             match self.lowest_key() {
@@ -436,9 +564,9 @@ impl Spindle {
             while self.main_bytes - freed + size > cap {
                 let Some(v) = self.pop_lowest() else { break };
                 self.victims.push(v);
-                let e = &self.entries[v as usize];
-                freed += e.size;
-                weighted += e.acc[self.active] * e.size as f64;
+                let size = self.entries[v as usize].size;
+                freed += size;
+                weighted += self.raw(v) * size as f64;
             }
             let fits = self.main_bytes - freed + size <= cap;
             if !fits || score * freed as f64 <= weighted {
@@ -527,7 +655,7 @@ impl Spindle {
             capacity: self.cap,
             window_share: self.window_share,
             active_scale: self.active,
-            prediction: self.prediction,
+            prediction: self.prediction[..self.rankers.len()].to_vec(),
             tracks: self
                 .entries
                 .iter()
@@ -547,8 +675,10 @@ impl Spindle {
     pub fn from_state(s: SpindleState) -> Self {
         let mut p = Spindle::with_config(s.capacity, s.config);
         p.window_share = s.window_share;
-        p.active = s.active_scale.min(SCALES - 1);
-        p.prediction = s.prediction;
+        p.active = s.active_scale.min(p.rankers.len() - 1);
+        for (r, &x) in s.prediction.iter().take(p.rankers.len()).enumerate() {
+            p.prediction[r] = x;
+        }
         for (id, size, acc, state) in s.tracks {
             let i = p.entry_for(id, size);
             let e = &mut p.entries[i as usize];
@@ -604,6 +734,11 @@ impl Policy for Spindle {
         self.count(i, 1.0);
         if self.tick.is_multiple_of(self.cfg.threshold_every) {
             self.recompute_thresholds();
+            if self.gamma > 0.0 {
+                // The long count's weight drifts down as its unit grows
+                // slower than the short one's: reset it.
+                self.rebuild_heap();
+            }
         }
         if self.tick.is_multiple_of(self.cfg.select_every) {
             self.maybe_switch_scale();
@@ -741,6 +876,61 @@ mod tests {
             let size = 1 + id % 3;
             assert_eq!(a.access(id, size), b.access(id, size));
         }
+    }
+
+    #[test]
+    fn a_small_steady_lead_takes_over_and_a_noisy_one_does_not() {
+        let mut p = Spindle::new(100);
+        let (old, new) = (3, 5);
+        p.active = old;
+        p.scored = 1e6;
+        p.prediction[old] = 5e5;
+        // Ahead by 0.05 % of the scored bytes, on few disagreements
+        // (standard deviation 10 bytes): a real lead.
+        p.prediction[new] = 5e5 + 500.0;
+        p.disagree[old][new] = 100.0;
+        p.disagree[new][old] = 100.0;
+        p.maybe_switch_scale();
+        assert_eq!(p.active, new, "a lead of 50 sd must take over");
+        // Ahead by 0.5 %, but the two disagree so often that this is
+        // within three standard deviations of chance.
+        p.active = old;
+        p.prediction[new] = 5e5 + 5000.0;
+        p.disagree[old][new] = 1e8;
+        p.disagree[new][old] = 1e8;
+        p.maybe_switch_scale();
+        assert_eq!(p.active, old, "a lead of 0.5 sd must not");
+    }
+
+    #[test]
+    fn a_blend_remembers_what_its_short_scale_forgot() {
+        // Scale 3 forgets within tens of requests; scale 5 remembers. The
+        // blend's weight is refreshed every 4 requests (the two units
+        // drift apart fast at such short half-lives).
+        let cfg = SpindleConfig {
+            half_lives: [2.0, 4.0, 8.0, 16.0, 1e6, 1e7],
+            blends: vec![(3, 5, 1.0)],
+            threshold_every: 4,
+            ..SpindleConfig::default()
+        };
+        let run = |ranking: usize| {
+            let mut p = Spindle::with_config(2, cfg.clone());
+            p.active = ranking;
+            p.rebuild_heap();
+            // Track 1 was popular long ago; track 3 is popular now.
+            for _ in 0..10 {
+                p.access(1, 1);
+            }
+            for _ in 0..200 {
+                p.access(3, 1);
+            }
+            assert!(p.contains(1) && p.contains(3));
+            assert_eq!(p.active, ranking, "no switch in so few requests");
+            // Track 2, requested once now, against track 1.
+            p.access(2, 1).admit
+        };
+        assert!(run(3), "at the short scale alone track 1 is forgotten");
+        assert!(!run(SCALES), "the blend still counts track 1's 10 requests");
     }
 
     #[test]
