@@ -108,6 +108,11 @@ pub struct TiersConfig {
     pub stall_timeout_ms: u64,
     /// Seconds a device that failed is skipped before it is tried again.
     pub retry_after_secs: u64,
+    /// Seconds a cold device must fail its health probe before its copies
+    /// stop counting towards `mindevcount` and are copied elsewhere.
+    pub rereplicate_after_secs: u64,
+    /// Bytes per second re-replication may copy.
+    pub rereplicate_bandwidth: u64,
 }
 
 impl Default for TiersConfig {
@@ -119,6 +124,8 @@ impl Default for TiersConfig {
             promote_bandwidth: 32 << 20,
             stall_timeout_ms: 2000,
             retry_after_secs: 30,
+            rereplicate_after_secs: 60,
+            rereplicate_bandwidth: 16 << 20,
         }
     }
 }
@@ -138,6 +145,8 @@ struct RawTiers {
     promote_bandwidth: Option<Size>,
     stall_timeout_ms: Option<u64>,
     retry_after_secs: Option<u64>,
+    rereplicate_after_secs: Option<u64>,
+    rereplicate_bandwidth: Option<Size>,
 }
 
 #[derive(Deserialize)]
@@ -262,6 +271,17 @@ impl TiersConfig {
         }
         if let Some(s) = t.retry_after_secs {
             cfg.retry_after_secs = s;
+        }
+        if let Some(s) = t.rereplicate_after_secs {
+            cfg.rereplicate_after_secs = s;
+        }
+        if let Some(b) = t.rereplicate_bandwidth {
+            if b.0 == 0 {
+                return Err(invalid(
+                    "[tiers] rereplicate_bandwidth = 0: re-replication would never finish".into(),
+                ));
+            }
+            cfg.rereplicate_bandwidth = b.0;
         }
         if let Some(h) = t.hot {
             if h.budget.0 == 0 {
@@ -401,6 +421,8 @@ other = "sections are ignored"
 [tiers]
 mindevcount = 2
 promote_bandwidth = "16MiB"
+rereplicate_after_secs = 5
+rereplicate_bandwidth = "4MiB"
 
 [tiers.hot]
 path = "/ssd/hot"
@@ -425,6 +447,10 @@ state = "readonly"
         .unwrap();
         assert_eq!(c.mindevcount, 2);
         assert_eq!(c.promote_bandwidth, 16 << 20);
+        assert_eq!(
+            (c.rereplicate_after_secs, c.rereplicate_bandwidth),
+            (5, 4 << 20)
+        );
         assert_eq!(c.hot.as_ref().unwrap().budget, 20 << 30);
         assert_eq!(c.cold.len(), 2);
         let ColdKind::S3(s3) = &c.cold[0].kind else {

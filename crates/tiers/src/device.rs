@@ -189,6 +189,12 @@ pub trait Backend: Send + Sync + 'static {
     fn reachable(&self) -> bool {
         true
     }
+    /// Checks that the device is there at all (its folder exists, its
+    /// bucket answers): the health probe behind re-replication. The
+    /// default says yes.
+    fn probe(&self) -> BoxFuture<'_, Result<(), DeviceError>> {
+        Box::pin(async { Ok(()) })
+    }
     /// Time the device has had a request in service, where the back end
     /// counts it itself ([`Throttled`]); `None` means: read
     /// `/proc/diskstats`.
@@ -335,6 +341,27 @@ impl Backend for Folder {
             }
         })
     }
+
+    /// The folder exists and is a folder (a disk that was unmounted or
+    /// removed fails).
+    fn probe(&self) -> BoxFuture<'_, Result<(), DeviceError>> {
+        Box::pin(async move {
+            let io = |source| DeviceError::Io {
+                device: self.name.clone(),
+                key: String::new(),
+                source,
+            };
+            let m = tokio::fs::metadata(&self.root).await.map_err(io)?;
+            if m.is_dir() {
+                Ok(())
+            } else {
+                Err(io(std::io::Error::other(format!(
+                    "{} is not a folder",
+                    self.root.display()
+                ))))
+            }
+        })
+    }
 }
 
 /// An S3 bucket.
@@ -430,6 +457,18 @@ impl Backend for S3Device {
 
     fn reachable(&self) -> bool {
         self.client.any_up()
+    }
+
+    /// A HEAD of a key nobody stores: any answer from the bucket (404
+    /// included) means it is there.
+    fn probe(&self) -> BoxFuture<'_, Result<(), DeviceError>> {
+        Box::pin(async move {
+            self.client
+                .head(".spindle-probe")
+                .await
+                .map(|_| ())
+                .map_err(|e| self.err(e))
+        })
     }
 }
 
@@ -547,6 +586,10 @@ impl Backend for Throttled {
 
     fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), DeviceError>> {
         self.inner.delete(key)
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<(), DeviceError>> {
+        self.inner.probe()
     }
 
     fn busy(&self) -> Option<Duration> {

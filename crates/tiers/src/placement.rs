@@ -28,6 +28,13 @@ pub trait HotPolicy: Send {
     /// A play from the listening history (weight: how many), raising the
     /// track's popularity without a stream request.
     fn record_listen(&mut self, _id: u64, _weight: f64) {}
+    /// Sets the bytes the policy may keep hot: the hot budget less what
+    /// the pins hold. Returns the ids that no longer fit (to demote).
+    fn set_budget(&mut self, bytes: u64) -> Vec<u64>;
+    /// Forgets `id` as hot (it was pinned, so its bytes count as a pin's,
+    /// not the policy's); its popularity may stay. Returns whether it was
+    /// hot.
+    fn remove(&mut self, id: u64) -> bool;
 }
 
 /// Any [`crate::policy::Policy`] (Spindle's, W-TinyLFU, …) as the
@@ -46,6 +53,16 @@ impl<P: crate::policy::Policy + Send> HotPolicy for FromPolicy<P> {
 
     fn record_listen(&mut self, id: u64, weight: f64) {
         self.0.record_listen(id, weight);
+    }
+
+    fn set_budget(&mut self, bytes: u64) -> Vec<u64> {
+        let mut evicted = Vec::new();
+        self.0.set_capacity(bytes, &mut evicted);
+        evicted
+    }
+
+    fn remove(&mut self, id: u64) -> bool {
+        self.0.remove(id)
     }
 }
 
@@ -125,6 +142,37 @@ impl HotPolicy for DecayedLfu {
     fn contains(&self, id: u64) -> bool {
         self.hot.contains_key(&id)
     }
+
+    fn set_budget(&mut self, bytes: u64) -> Vec<u64> {
+        self.budget = bytes;
+        let mut by_count: Vec<(u32, u64)> = self
+            .hot
+            .keys()
+            .map(|&v| (self.counts.get(&v).copied().unwrap_or(0), v))
+            .collect();
+        by_count.sort_unstable();
+        let mut out = Vec::new();
+        for (_, v) in by_count {
+            if self.used <= self.budget {
+                break;
+            }
+            if let Some(s) = self.hot.remove(&v) {
+                self.used -= s;
+                out.push(v);
+            }
+        }
+        out
+    }
+
+    fn remove(&mut self, id: u64) -> bool {
+        match self.hot.remove(&id) {
+            Some(s) => {
+                self.used -= s;
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -144,6 +192,12 @@ mod tests {
         assert_eq!(p.access(3, 500), (false, vec![]));
         assert!(p.used <= p.budget);
         assert_ne!(key_id("a"), key_id("b"));
+        // A smaller budget (pins took bytes) pushes out the least counted.
+        p.access(4, 30);
+        assert!(p.contains(4));
+        assert_eq!(p.set_budget(60), vec![4]);
+        assert!(p.used == 60 && p.contains(2));
+        assert!(p.remove(2) && !p.remove(2) && p.used == 0);
     }
 
     #[test]

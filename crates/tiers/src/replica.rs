@@ -170,6 +170,15 @@ impl ReplicaIndex {
             .unwrap_or_default()
     }
 
+    /// Every key with the devices holding it (a copy of the index, for a
+    /// scan that must not hold its lock).
+    pub fn snapshot(&self) -> Vec<(String, Vec<(String, u64)>)> {
+        self.lock()
+            .iter()
+            .map(|(k, m)| (k.clone(), m.iter().map(|(d, l)| (d.clone(), *l)).collect()))
+            .collect()
+    }
+
     /// Bytes and copies per device.
     pub fn per_device(&self) -> BTreeMap<String, (u64, u64)> {
         let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
@@ -207,6 +216,13 @@ mod tests {
         assert_eq!(ix.devices_of("a/1.flac"), vec![("garage".into(), 100)]);
         assert_eq!(ix.devices_of("c/3.flac"), vec![]);
         assert_eq!(ix.per_device()["garage"], (2, 107));
+        assert_eq!(
+            ix.snapshot(),
+            vec![
+                ("a/1.flac".to_owned(), vec![("garage".to_owned(), 100)]),
+                ("b/2.flac".to_owned(), vec![("garage".to_owned(), 7)]),
+            ]
+        );
         // The torn tail is gone, so the next append starts a clean line.
         ix.add("c/3.flac", "garage", 5).unwrap();
         drop(ix);

@@ -6,12 +6,22 @@
 //!
 //! The server needs three calls: [`Tiers::open`] (a stream from a byte
 //! offset, with failover), [`Tiers::record_access`] (one stream request,
-//! for popularity) and [`Tiers::start_background`] (promotion, disk
-//! sampling, the status file).
+//! for popularity; [`Tiers::record_listen`] for a play from the listening
+//! history) and [`Tiers::start_background`] (promotion, disk sampling,
+//! re-replication, the status file).
+//!
+//! Re-replication (MogileFS's replicate worker): every few seconds each
+//! cold device is probed ([`Backend::probe`]); one that has failed its
+//! probe for `rereplicate_after_secs`, or is marked `down`, is *lost*: its
+//! copies stop counting, and the tracks of the replica index left with
+//! fewer than `mindevcount` live copies are copied from a live copy to
+//! other writable devices, paced to `rereplicate_bandwidth`, and recorded
+//! in the index. A pass runs at start, whenever the set of lost devices
+//! changes, and again later while some track stays below.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,7 +29,8 @@ use bytes::Bytes;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::access_log::{access_log_path, AccessLog};
 use crate::config::{ColdKind, DeviceState, TiersConfig};
@@ -115,6 +126,24 @@ struct Counters {
 enum Job {
     Promote(TrackRef),
     Demote(String),
+    /// Answers once every job before it is done ([`Tiers::idle`]).
+    Barrier(oneshot::Sender<()>),
+}
+
+/// Re-replication's state: the devices failing their probe (since when)
+/// and what the passes found and did.
+#[derive(Default)]
+struct Repair {
+    failing_since: Mutex<HashMap<usize, Instant>>,
+    below: AtomicU64,
+    running: AtomicBool,
+    copies: AtomicU64,
+    failures: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The devices, the hot folder, the replica index and the policy.
@@ -128,9 +157,16 @@ pub struct Tiers {
     rng: Mutex<SmallRng>,
     policy: Mutex<Box<dyn HotPolicy>>,
     ids: Mutex<HashMap<u64, TrackRef>>,
-    pinned: Mutex<HashSet<String>>,
+    /// Pinned keys held hot, with their bytes (taken from the budget the
+    /// policy sees).
+    pinned: Mutex<HashMap<String, u64>>,
     jobs: Mutex<Option<mpsc::UnboundedSender<Job>>>,
     pacer: Pacer,
+    /// Paces re-replication (`rereplicate_bandwidth`).
+    repair_pacer: Pacer,
+    repair: Repair,
+    /// How often devices are probed; `None`: no re-replication.
+    repair_every: Option<Duration>,
     counters: Counters,
     status_path: PathBuf,
     /// One line per stream request, for `tiers simulate --replay`.
@@ -159,6 +195,10 @@ pub struct DeviceStatus {
     /// Copies recorded in the replica index (cold) or held (hot).
     pub copies: u64,
     pub bytes_stored: u64,
+    /// Failed its probe for `rereplicate_after_secs`: its copies no
+    /// longer count.
+    #[serde(default)]
+    pub lost: bool,
 }
 
 /// The hot tier in [`Status`].
@@ -168,7 +208,11 @@ pub struct HotStatus {
     pub budget: u64,
     pub used: u64,
     pub files: u64,
+    /// Pinned tracks held (they fit the budget).
     pub pinned: u64,
+    /// Their bytes: the policy's budget is the hot budget less these.
+    #[serde(default)]
+    pub pinned_bytes: u64,
     /// Stream opens, and how many found a hot copy.
     pub opens: u64,
     pub hits: u64,
@@ -194,6 +238,25 @@ pub struct Status {
     pub failovers: u64,
     pub devices: Vec<DeviceStatus>,
     pub hot: Option<HotStatus>,
+    #[serde(default)]
+    pub replication: ReplicationStatus,
+}
+
+/// Re-replication in [`Status`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ReplicationStatus {
+    /// Tracks of the replica index with fewer than `mindevcount` live
+    /// copies, as the last pass found them, less those it repaired.
+    pub below_mindevcount: u64,
+    /// A pass is copying now.
+    pub rereplicating: bool,
+    /// Copies made since start.
+    pub copies_made: u64,
+    /// Tracks a pass could not bring back to `mindevcount`.
+    pub failures: u64,
+    pub last_error: Option<String>,
+    /// Devices whose copies no longer count (failed their probe too long).
+    pub lost_devices: Vec<String>,
 }
 
 /// The status file of a data dir.
@@ -303,6 +366,7 @@ impl Tiers {
         }
         let index = ReplicaIndex::open(&data_dir.join("tiers").join("replicas.log"))?;
         let pacer = Pacer::new(cfg.promote_bandwidth);
+        let repair_pacer = Pacer::new(cfg.rereplicate_bandwidth);
         let t = Tiers {
             cfg,
             devices,
@@ -312,9 +376,12 @@ impl Tiers {
             rng: Mutex::new(SmallRng::from_entropy()),
             policy: Mutex::new(policy),
             ids: Mutex::new(HashMap::new()),
-            pinned: Mutex::new(HashSet::new()),
+            pinned: Mutex::new(HashMap::new()),
             jobs: Mutex::new(None),
             pacer,
+            repair_pacer,
+            repair: Repair::default(),
+            repair_every: Some(Duration::from_secs(5)),
             counters: Counters::default(),
             status_path: status_path(data_dir),
             access_log: AccessLog::open(access_log_path(data_dir)),
@@ -346,6 +413,9 @@ impl Tiers {
             .collect();
         Ok(Tiers {
             pacer: Pacer::new(cfg.promote_bandwidth),
+            repair_pacer: Pacer::new(cfg.rereplicate_bandwidth),
+            repair: Repair::default(),
+            repair_every: None,
             cfg,
             devices,
             hot: None,
@@ -354,7 +424,7 @@ impl Tiers {
             rng: Mutex::new(SmallRng::from_entropy()),
             policy: Mutex::new(policy),
             ids: Mutex::new(HashMap::new()),
-            pinned: Mutex::new(HashSet::new()),
+            pinned: Mutex::new(HashMap::new()),
             jobs: Mutex::new(None),
             counters: Counters::default(),
             status_path: status_path(data_dir),
@@ -391,6 +461,13 @@ impl Tiers {
     /// a benchmark wants a finer view. Call before [`Tiers::start_background`].
     pub fn set_sample_every(&mut self, d: Duration) {
         self.sample_every = d.max(Duration::from_millis(10));
+    }
+
+    /// How often cold devices are probed for re-replication (five seconds
+    /// by default; `None` turns re-replication off, as for
+    /// [`Tiers::with_devices`]). Call before [`Tiers::start_background`].
+    pub fn set_repair_every(&mut self, d: Option<Duration>) {
+        self.repair_every = d.map(|d| d.max(Duration::from_millis(10)));
     }
 
     /// How reads choose (the benchmark switches it).
@@ -642,29 +719,25 @@ impl Tiers {
         if self.hot.is_none() {
             return;
         }
-        self.ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, t.clone());
-        let (admit, evicted) = self
-            .policy
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .access(id, len);
-        let pinned = self
-            .pinned
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
-        for e in evicted {
-            if let Some(tr) = ids.get(&e) {
-                if !pinned.contains(&tr.key) {
-                    self.send(Job::Demote(tr.key.clone()));
+        lock(&self.ids).insert(id, t.clone());
+        // A pinned track is hot already and its bytes are the pins': the
+        // policy only learns that it is popular.
+        if lock(&self.pinned).contains_key(&t.key) {
+            lock(&self.policy).record_listen(id, 1.0);
+            return;
+        }
+        let (admit, evicted) = lock(&self.policy).access(id, len);
+        if !evicted.is_empty() {
+            let pinned = lock(&self.pinned);
+            let ids = lock(&self.ids);
+            for e in evicted {
+                if let Some(tr) = ids.get(&e) {
+                    if !pinned.contains_key(&tr.key) {
+                        self.send(Job::Demote(tr.key.clone()));
+                    }
                 }
             }
         }
-        drop(ids);
         if admit {
             self.send(Job::Promote(t.clone()));
         }
@@ -687,26 +760,82 @@ impl Tiers {
             .record_listen(id, weight);
     }
 
-    /// Replaces the pinned tracks: they are promoted (as the budget
-    /// allows) and never demoted by the policy.
+    /// Replaces the pinned tracks. In the order given, as long as their
+    /// bytes fit the hot budget, they are promoted and never demoted by
+    /// the policy; the policy's budget becomes the hot budget less their
+    /// bytes, so pins and policy together never want more than the hot
+    /// folder holds (what the smaller budget pushes out is demoted before
+    /// any pin is promoted). Pins that do not fit, or have no copy, stay
+    /// cold. Reads each track's length (a stat of the music folder): call
+    /// from a blocking thread.
     pub fn set_pinned(&self, tracks: Vec<TrackRef>) {
-        let keys: HashSet<String> = tracks.iter().map(|t| t.key.clone()).collect();
-        let old = std::mem::replace(
-            &mut *self.pinned.lock().unwrap_or_else(|e| e.into_inner()),
-            keys.clone(),
-        );
+        let Some(hot) = &self.hot else {
+            return;
+        };
+        let budget = hot.budget();
+        let mut keep: HashMap<String, u64> = HashMap::new();
+        let mut order = Vec::new();
+        let (mut bytes, mut left_out) = (0u64, 0usize);
         for t in tracks {
-            if !old.contains(&t.key) {
+            if keep.contains_key(&t.key) {
+                continue;
+            }
+            match self.known_len(&t) {
+                Some(len) if bytes + len <= budget => {
+                    bytes += len;
+                    keep.insert(t.key.clone(), len);
+                    order.push(t);
+                }
+                _ => left_out += 1,
+            }
+        }
+        if left_out > 0 {
+            eprintln!(
+                "spindle: tiers: {left_out} pinned tracks stay cold (no copy, or beyond the hot budget of {budget} bytes)"
+            );
+        }
+        let old = std::mem::replace(&mut *lock(&self.pinned), keep.clone());
+        let mut demote = Vec::new();
+        {
+            let mut p = lock(&self.policy);
+            let mut ids = lock(&self.ids);
+            for t in &order {
+                let id = key_id(&t.key);
+                ids.insert(id, t.clone());
+                // Its copy, if the policy held it, stays as the pin's.
+                p.remove(id);
+            }
+            for e in p.set_budget(budget - bytes) {
+                if let Some(tr) = ids.get(&e) {
+                    if !keep.contains_key(&tr.key) {
+                        demote.push(tr.key.clone());
+                    }
+                }
+            }
+            // Unpinned tracks go (the policy may admit them again).
+            for k in old.keys() {
+                if !keep.contains_key(k) && !p.contains(key_id(k)) {
+                    demote.push(k.clone());
+                }
+            }
+        }
+        for k in demote {
+            self.send(Job::Demote(k));
+        }
+        for t in order {
+            if hot.contains(&t.key).is_none() {
                 self.send(Job::Promote(t));
             }
         }
-        // Unpinned tracks the policy does not hold go.
-        let p = self.policy.lock().unwrap_or_else(|e| e.into_inner());
-        for k in old.difference(&keys) {
-            if !p.contains(key_id(k)) {
-                self.send(Job::Demote(k.clone()));
-            }
-        }
+    }
+
+    /// Waits until the background queue has done every promotion and
+    /// demotion sent before this call (tests, benchmarks). Returns at once
+    /// when the background is not running.
+    pub async fn idle(&self) {
+        let (tx, rx) = oneshot::channel();
+        self.send(Job::Barrier(tx));
+        let _ = rx.await;
     }
 
     fn send(&self, job: Job) {
@@ -729,6 +858,10 @@ impl Tiers {
                     self.send(Job::Demote(k));
                 }
             }
+        }
+        if let Some(every) = self.repair_every {
+            let me = Arc::downgrade(self);
+            tokio::spawn(async move { repair_loop(me, every).await });
         }
         let me = Arc::downgrade(self);
         tokio::spawn(async move {
@@ -767,6 +900,9 @@ impl Tiers {
 
     async fn run_job(&self, job: Job) {
         match job {
+            Job::Barrier(tx) => {
+                let _ = tx.send(());
+            }
             Job::Demote(key) => {
                 if let Some(h) = &self.hot {
                     if h.evict(&key) {
@@ -820,6 +956,224 @@ impl Tiers {
         } else {
             errors.join("; ")
         })
+    }
+
+    /// Probes every cold device not marked down; a failed probe marks the
+    /// device failed (reads skip it) and starts its clock towards lost.
+    async fn probe_devices(&self) {
+        let stall = Duration::from_millis(self.cfg.stall_timeout_ms);
+        for (i, d) in self.devices.iter().enumerate() {
+            if d.state == DeviceState::Down || d.backend.kind() == "hot" {
+                continue;
+            }
+            let ok = matches!(
+                tokio::time::timeout(stall, d.backend.probe()).await,
+                Ok(Ok(()))
+            );
+            let mut f = lock(&self.repair.failing_since);
+            if ok {
+                f.remove(&i);
+            } else {
+                f.entry(i).or_insert_with(Instant::now);
+                d.stats
+                    .mark_failed(Duration::from_secs(self.cfg.retry_after_secs));
+            }
+        }
+    }
+
+    /// Whether device `i`'s copies count: not marked down, and not
+    /// failing its probe for `rereplicate_after_secs` or longer.
+    fn is_live(&self, i: usize) -> bool {
+        let grace = Duration::from_secs(self.cfg.rereplicate_after_secs);
+        self.devices[i].state != DeviceState::Down
+            && lock(&self.repair.failing_since)
+                .get(&i)
+                .is_none_or(|since| since.elapsed() < grace)
+    }
+
+    /// One re-replication pass: every track of the replica index with
+    /// fewer than `mindevcount` live copies (a copy in a live music folder
+    /// counts) is copied from a live copy to live writable devices until
+    /// it has them, paced to `rereplicate_bandwidth`, and each new copy is
+    /// recorded in the index. Returns how many tracks stay below.
+    pub async fn rereplicate(&self) -> usize {
+        let want = self.cfg.mindevcount;
+        let live: Vec<bool> = (0..self.devices.len()).map(|i| self.is_live(i)).collect();
+        let music: Vec<usize> = (0..self.devices.len())
+            .filter(|&i| live[i] && self.devices[i].music_folder.is_some())
+            .collect();
+        let mut below = Vec::new();
+        for (key, copies) in self.index.snapshot() {
+            let on = |d: &str| self.device_by_name(d).filter(|&i| live[i]);
+            let Some(len) = copies
+                .iter()
+                .find(|(d, _)| on(d).is_some())
+                .or(copies.first())
+                .map(|c| c.1)
+            else {
+                continue;
+            };
+            let mut have: Vec<usize> = copies
+                .iter()
+                .filter(|(_, l)| *l == len)
+                .filter_map(|(d, _)| on(d))
+                .collect();
+            if have.len() >= want {
+                continue;
+            }
+            for &m in &music {
+                if matches!(self.devices[m].backend.head(&key).await, Ok(Some(l)) if l == len) {
+                    have.push(m);
+                }
+            }
+            if have.len() < want {
+                below.push((key, len, have));
+            }
+        }
+        let r = &self.repair;
+        r.below.store(below.len() as u64, Ordering::Relaxed);
+        r.running.store(!below.is_empty(), Ordering::Relaxed);
+        let mut left = 0;
+        for (key, len, have) in below {
+            match self.copy_to_more(&key, len, have, &live).await {
+                Ok(()) => {
+                    r.below.fetch_sub(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    left += 1;
+                    r.failures.fetch_add(1, Ordering::Relaxed);
+                    eprintln!("spindle: tiers: re-replicating {e}");
+                    *lock(&r.last_error) = Some(e);
+                }
+            }
+        }
+        r.running.store(false, Ordering::Relaxed);
+        left
+    }
+
+    /// Copies `key` (`len` bytes, live on `have`) to more live writable
+    /// devices until it has `mindevcount` copies.
+    async fn copy_to_more(
+        &self,
+        key: &str,
+        len: u64,
+        mut have: Vec<usize>,
+        live: &[bool],
+    ) -> Result<(), String> {
+        let want = self.cfg.mindevcount;
+        let sources = have.clone();
+        let mut errors = Vec::new();
+        let mut fetched: Option<PathBuf> = None;
+        for (i, d) in self.devices.iter().enumerate() {
+            if have.len() >= want {
+                break;
+            }
+            if have.contains(&i)
+                || !live[i]
+                || d.state != DeviceState::Alive
+                || d.music_folder.is_some()
+                || d.backend.kind() == "hot"
+                || d.stats.is_failed()
+            {
+                continue;
+            }
+            // A copy already there (an unrecorded one) is recorded.
+            if !matches!(d.backend.head(key).await, Ok(Some(l)) if l == len) {
+                if fetched.is_none() {
+                    match self.fetch_copy(key, len, &sources).await {
+                        Ok(p) => fetched = Some(p),
+                        Err(e) => {
+                            errors.push(e);
+                            break;
+                        }
+                    }
+                }
+                let Some(src) = fetched.as_deref() else {
+                    break;
+                };
+                if let Err(e) = d.backend.put(key, src).await {
+                    errors.push(e.to_string());
+                    d.stats
+                        .mark_failed(Duration::from_secs(self.cfg.retry_after_secs));
+                    continue;
+                }
+                self.repair.copies.fetch_add(1, Ordering::Relaxed);
+            }
+            match self.index.add(key, &d.name, len) {
+                Ok(()) => have.push(i),
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        if let Some(p) = fetched {
+            let _ = tokio::fs::remove_file(p).await;
+        }
+        if have.len() >= want {
+            return Ok(());
+        }
+        Err(format!(
+            "{key}: {} of {want} live copies: {}",
+            have.len(),
+            if errors.is_empty() {
+                "no other live writable device to copy to".to_owned()
+            } else {
+                errors.join("; ")
+            }
+        ))
+    }
+
+    /// Reads `key` from one of `sources` (chosen by latency, the next on
+    /// failure) into `DATA/tiers/rereplicate.tmp`, paced.
+    async fn fetch_copy(&self, key: &str, len: u64, sources: &[usize]) -> Result<PathBuf, String> {
+        let tmp = self.status_path.with_file_name("rereplicate.tmp");
+        let mut cands = sources.to_vec();
+        let mut errors = Vec::new();
+        while let Some(i) = self.choose(&cands) {
+            cands.retain(|&c| c != i);
+            match self.download(i, key, len, &tmp).await {
+                Ok(()) => return Ok(tmp),
+                Err(e) => errors.push(e),
+            }
+        }
+        Err(if errors.is_empty() {
+            "no live copy to copy from".to_owned()
+        } else {
+            errors.join("; ")
+        })
+    }
+
+    async fn download(&self, i: usize, key: &str, len: u64, tmp: &Path) -> Result<(), String> {
+        let d = &self.devices[i];
+        let stall = Duration::from_millis(self.cfg.stall_timeout_ms);
+        let mut o = match tokio::time::timeout(stall, d.backend.open(key, 0)).await {
+            Ok(r) => r.map_err(|e| e.to_string())?,
+            Err(_) => return Err(stalled(&d.name, key).to_string()),
+        };
+        if o.len != len {
+            return Err(format!(
+                "{}: {key}: {} bytes, the replica index says {len}",
+                d.name, o.len
+            ));
+        }
+        let io = |e: std::io::Error| format!("{}: {e}", tmp.display());
+        let mut f = tokio::fs::File::create(tmp).await.map_err(io)?;
+        let mut got = 0u64;
+        loop {
+            match tokio::time::timeout(stall, o.reader.next_chunk()).await {
+                Ok(Ok(Some(c))) => {
+                    self.repair_pacer.take(c.len() as u64).await;
+                    f.write_all(&c).await.map_err(io)?;
+                    got += c.len() as u64;
+                }
+                Ok(Ok(None)) => break,
+                Ok(Err(e)) => return Err(format!("{}: {key}: {e}", d.name)),
+                Err(_) => return Err(stalled(&d.name, key).to_string()),
+            }
+        }
+        f.flush().await.map_err(io)?;
+        if got != len {
+            return Err(format!("{}: {key}: ended at byte {got} of {len}", d.name));
+        }
+        Ok(())
     }
 
     /// Copies the file at `local` (track `t`, already on its music folder
@@ -892,7 +1246,8 @@ impl Tiers {
         let devices = self
             .devices
             .iter()
-            .map(|d| {
+            .enumerate()
+            .map(|(i, d)| {
                 let (copies, bytes_stored) = match (&self.hot, d.backend.kind()) {
                     (Some(h), "hot") => (h.len() as u64, h.used()),
                     _ => per.get(&d.name).copied().unwrap_or_default(),
@@ -916,10 +1271,15 @@ impl Tiers {
                     errors: d.stats.errors.load(Ordering::Relaxed),
                     copies,
                     bytes_stored,
+                    lost: !self.is_live(i) && d.state != DeviceState::Down,
                 }
             })
             .collect();
         let c = &self.counters;
+        let (pinned, pinned_bytes) = {
+            let p = lock(&self.pinned);
+            (p.len() as u64, p.values().sum())
+        };
         let hot = self.hot.as_ref().map(|h| {
             let opens = c.opens.load(Ordering::Relaxed);
             let hits = c.hot_hits.load(Ordering::Relaxed);
@@ -928,7 +1288,8 @@ impl Tiers {
                 budget: h.budget(),
                 used: h.used(),
                 files: h.len() as u64,
-                pinned: self.pinned.lock().unwrap_or_else(|e| e.into_inner()).len() as u64,
+                pinned,
+                pinned_bytes,
                 opens,
                 hits,
                 hit_ratio: if opens == 0 {
@@ -957,6 +1318,17 @@ impl Tiers {
             failovers: c.failovers.load(Ordering::Relaxed),
             devices,
             hot,
+            replication: ReplicationStatus {
+                below_mindevcount: self.repair.below.load(Ordering::Relaxed),
+                rereplicating: self.repair.running.load(Ordering::Relaxed),
+                copies_made: self.repair.copies.load(Ordering::Relaxed),
+                failures: self.repair.failures.load(Ordering::Relaxed),
+                last_error: lock(&self.repair.last_error).clone(),
+                lost_devices: (0..self.devices.len())
+                    .filter(|&i| !self.is_live(i) && self.devices[i].state != DeviceState::Down)
+                    .map(|i| self.devices[i].name.clone())
+                    .collect(),
+            },
         }
     }
 
@@ -969,6 +1341,30 @@ impl Tiers {
         let tmp = self.status_path.with_extension("json.tmp");
         tokio::fs::write(&tmp, s).await?;
         tokio::fs::rename(&tmp, &self.status_path).await
+    }
+}
+
+/// Probes the devices every `every` and runs a re-replication pass at
+/// start, when the set of live devices changes, and every
+/// `2 × retry_after_secs` (at least 10 s) while tracks stay below.
+async fn repair_loop(me: std::sync::Weak<Tiers>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut seen: Option<Vec<bool>> = None;
+    let mut again: Option<Instant> = None;
+    loop {
+        tick.tick().await;
+        let Some(t) = me.upgrade() else { break };
+        t.probe_devices().await;
+        let live: Vec<bool> = (0..t.devices.len()).map(|i| t.is_live(i)).collect();
+        let due = seen.as_ref() != Some(&live) || again.is_some_and(|a| Instant::now() >= a);
+        if !due {
+            continue;
+        }
+        seen = Some(live);
+        let left = t.rereplicate().await;
+        let wait = Duration::from_secs((2 * t.cfg.retry_after_secs).max(10));
+        again = (left > 0).then(|| Instant::now() + wait);
     }
 }
 
@@ -1299,6 +1695,167 @@ mod tests {
             ["hot", "music1", "a", "b", "c"]
         );
         assert_eq!(st.devices[3].state, "down");
+    }
+
+    #[tokio::test]
+    async fn pins_and_the_policy_together_never_want_more_than_the_hot_budget() {
+        use crate::config::HotConfig;
+        use crate::placement::FromPolicy;
+        let d = tempfile::tempdir().unwrap();
+        let music = d.path().join("music");
+        std::fs::create_dir_all(music.join("T")).unwrap();
+        for i in 0..20u8 {
+            std::fs::write(music.join(format!("T/{i:02}.flac")), vec![i; 100_000]).unwrap();
+        }
+        let budget = 1_000_000;
+        let cfg = TiersConfig {
+            hot: Some(HotConfig {
+                path: d.path().join("hot"),
+                budget,
+            }),
+            ..TiersConfig::default()
+        };
+        let tiers = Arc::new(
+            Tiers::new(
+                cfg,
+                std::slice::from_ref(&music),
+                &d.path().join("data"),
+                Box::new(FromPolicy(crate::policy::Spindle::new(budget))),
+            )
+            .unwrap(),
+        );
+        tiers.start_background();
+        let t = |i: usize| TrackRef {
+            key: format!("T/{i:02}.flac"),
+            folder: Some(0),
+        };
+        let hot = tiers.hot().unwrap().clone();
+        let check = |when: &str| {
+            let st = tiers.status();
+            let h = st.hot.as_ref().unwrap();
+            assert!(h.used <= budget, "{when}: {} of {budget} bytes", h.used);
+            for i in 10..15 {
+                assert!(
+                    hot.contains(&t(i).key).is_some(),
+                    "{when}: pinned track {i} is not hot"
+                );
+            }
+            assert_eq!(h.promote_failures, 0, "{when}: promotions failed");
+            assert_eq!((h.pinned, h.pinned_bytes), (5, 500_000), "{when}");
+        };
+        // The policy fills the hot folder first.
+        for _ in 0..3 {
+            for i in 0..10 {
+                tiers.record_access(&t(i), 100_000);
+            }
+        }
+        tiers.idle().await;
+        assert!(hot.used() > budget / 2, "the policy filled {}", hot.used());
+        // Five pins arrive: their bytes come out of the policy's budget,
+        // so what it held beyond the rest is demoted first.
+        tiers.set_pinned((10..15).map(t).collect());
+        tiers.idle().await;
+        check("after pinning");
+        // Traffic over every track, pinned ones too: the pins stay, the
+        // policy admits within what is left, nothing is refused.
+        for round in 0..6 {
+            for i in 0..20 {
+                tiers.record_access(&t((i * 7 + round) % 20), 100_000);
+            }
+            tiers.idle().await;
+            check(&format!("round {round}"));
+        }
+        // Unpinned, the bytes are the policy's again.
+        tiers.set_pinned(Vec::new());
+        tiers.idle().await;
+        let st = tiers.status();
+        assert_eq!(st.hot.as_ref().unwrap().pinned_bytes, 0);
+        assert!(hot.used() <= budget);
+    }
+
+    #[tokio::test]
+    async fn a_lost_device_s_copies_are_made_again_elsewhere_at_bounded_bandwidth() {
+        use crate::config::ColdConfig;
+        let d = tempfile::tempdir().unwrap();
+        let music = d.path().join("music");
+        std::fs::create_dir_all(music.join("A")).unwrap();
+        let keys: Vec<String> = (0..3).map(|i| format!("A/{i}.flac")).collect();
+        for (i, k) in keys.iter().enumerate() {
+            let data: Vec<u8> = (0..70_000u32)
+                .map(|x| (x * (i as u32 + 3) % 251) as u8)
+                .collect();
+            std::fs::write(music.join(k), data).unwrap();
+        }
+        let folder = |name: &str| ColdConfig {
+            name: name.into(),
+            state: DeviceState::Alive,
+            kind: ColdKind::Folder {
+                path: d.path().join(name),
+            },
+        };
+        let cfg = TiersConfig {
+            cold: vec![folder("a"), folder("b")],
+            mindevcount: 2,
+            rereplicate_after_secs: 0,
+            rereplicate_bandwidth: 150_000,
+            ..TiersConfig::default()
+        };
+        let mut tiers = Tiers::new(
+            cfg,
+            std::slice::from_ref(&music),
+            &d.path().join("data"),
+            Box::new(DecayedLfu::new(0)),
+        )
+        .unwrap();
+        let track = |k: &str| TrackRef {
+            key: k.to_owned(),
+            folder: Some(0),
+        };
+        for k in &keys {
+            // The music folder and a.
+            assert_eq!(tiers.replicate(&track(k), &music.join(k)).await.unwrap(), 2);
+        }
+        tiers.set_repair_every(Some(Duration::from_millis(50)));
+        let tiers = Arc::new(tiers);
+        tiers.start_background();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let st = tiers.status().replication;
+        assert_eq!((st.below_mindevcount, st.copies_made), (0, 0), "{st:?}");
+        assert!(st.lost_devices.is_empty());
+        // Device a disappears.
+        std::fs::remove_dir_all(d.path().join("a")).unwrap();
+        let t0 = Instant::now();
+        let mut seen_below = false;
+        loop {
+            let st = tiers.status().replication;
+            seen_below |= st.below_mindevcount > 0 && st.rereplicating;
+            if st.copies_made == 3 && st.below_mindevcount == 0 && !st.rereplicating {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "{st:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let took = t0.elapsed();
+        // 210 000 bytes at 150 000 bytes/s.
+        assert!(took >= Duration::from_millis(1300), "took {took:?}");
+        assert!(seen_below, "the status never showed the tracks below");
+        for k in &keys {
+            assert_eq!(
+                std::fs::read(d.path().join("b").join(k)).unwrap(),
+                std::fs::read(music.join(k)).unwrap()
+            );
+            let on: Vec<String> = tiers
+                .index()
+                .devices_of(k)
+                .into_iter()
+                .map(|x| x.0)
+                .collect();
+            assert!(on.contains(&"b".to_owned()), "{k}: {on:?}");
+        }
+        let st = tiers.status();
+        assert_eq!(st.replication.lost_devices, ["a"]);
+        assert!(st.devices.iter().any(|x| x.name == "a" && x.lost));
+        assert_eq!(st.replication.failures, 0);
     }
 
     #[tokio::test]
