@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use spindle_listens::{Listen, Listens};
 use spindle_store::Db;
@@ -113,6 +113,9 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     pub(crate) live: Arc<Live>,
     pub(crate) linker: Arc<Linker>,
+    /// Where accepted listens raise popularity, when the storage tiers
+    /// are configured ([`AppState::feed_tiers`]).
+    pub(crate) tiers: Arc<OnceLock<crate::scrobble::TierFeed>>,
 }
 
 #[derive(Default)]
@@ -155,6 +158,7 @@ impl AppState {
             clock,
             live: Arc::new(Live::default()),
             linker,
+            tiers: Arc::new(OnceLock::new()),
         }
     }
 
@@ -163,9 +167,12 @@ impl AppState {
     }
 
     /// Waits until every listen accepted so far has been linked to the
-    /// library (for tests and shutdown).
+    /// library and fed to the storage tiers (for tests and shutdown).
     pub fn flush_library_links(&self) {
         self.linker.flush();
+        if let Some(feed) = self.tiers.get() {
+            feed.flush();
+        }
     }
 
     pub(crate) fn rate(&self, ip: Option<IpAddr>) -> RateInfo {
