@@ -144,7 +144,7 @@ pub fn run(
     let data = data_dir.to_owned();
     rt.block_on(async move {
         if let Some(t) = &tiers {
-            super::tiers_serve::start(t, state.db.clone(), music.roots().to_vec(), &data);
+            super::tiers_serve::start(t, &state, music.roots().to_vec(), &data);
         }
         let listener = tokio::net::TcpListener::bind(listen)
             .await

@@ -126,7 +126,13 @@ pub fn render_status(s: &Status, age_secs: u64) -> String {
             d.name,
             d.kind,
             d.state,
-            if d.failed { "FAILED" } else { "ok" },
+            if d.lost {
+                "LOST"
+            } else if d.failed {
+                "FAILED"
+            } else {
+                "ok"
+            },
             ms(d.ewma_ttfb_ms),
             ms(d.await_ms),
             d.util
@@ -146,13 +152,14 @@ pub fn render_status(s: &Status, age_secs: u64) -> String {
             h.bytes_from_hot as f64 / h.bytes_sent as f64
         };
         out.push_str(&format!(
-            "\nhot tier {}: {} of {} used ({:.0}%), {} copies, {} pinned\n",
+            "\nhot tier {}: {} of {} used ({:.0}%), {} copies, {} pinned ({})\n",
             h.path,
             bytes(h.used),
             bytes(h.budget),
             100.0 * h.used as f64 / h.budget.max(1) as f64,
             h.files,
-            h.pinned
+            h.pinned,
+            bytes(h.pinned_bytes)
         ));
         out.push_str(&format!(
             "hit ratio {:.1}% ({} of {} stream opens found a hot copy); {:.1}% of streamed bytes came from it\n",
@@ -165,6 +172,39 @@ pub fn render_status(s: &Status, age_secs: u64) -> String {
             "promotions {} (failed {}), demotions {}; at start kept {}, removed {} unfinished or damaged\n",
             h.promotions, h.promote_failures, h.demotions, h.recovered_kept, h.recovered_dropped
         ));
+    }
+    out.push_str(&render_replication(&s.replication, s.mindevcount));
+    out
+}
+
+/// The re-replication line(s) of the status.
+fn render_replication(r: &spindle_tiers::runtime::ReplicationStatus, want: usize) -> String {
+    let mut out = String::from("\nreplication: ");
+    if r.below_mindevcount == 0 {
+        out.push_str(&format!(
+            "every indexed track has {want} live copies or more"
+        ));
+    } else {
+        out.push_str(&format!(
+            "{} tracks below mindevcount, {}",
+            r.below_mindevcount,
+            if r.rereplicating {
+                "re-replicating"
+            } else {
+                "waiting to retry"
+            }
+        ));
+    }
+    out.push_str(&format!(
+        "; {} copies made since start, {} tracks failed",
+        r.copies_made, r.failures
+    ));
+    if !r.lost_devices.is_empty() {
+        out.push_str(&format!("; lost: {}", r.lost_devices.join(", ")));
+    }
+    out.push('\n');
+    if let Some(e) = r.last_error.as_ref().filter(|_| r.below_mindevcount > 0) {
+        out.push_str(&format!("last error: {e}\n"));
     }
     out
 }

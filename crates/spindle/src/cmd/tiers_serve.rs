@@ -1,7 +1,8 @@
 //! The storage tiers inside `spindle serve`: the `[tiers]` section of the
 //! server config (`$SPINDLE_SERVER_CONFIG`, else
 //! `$XDG_CONFIG_HOME/spindle/server.toml` when it exists), the tracks
-//! pinned by saved queries, and the background work.
+//! pinned by saved queries, the listening history fed to the hot tier's
+//! policy, and the background work.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use spindle_query::SourcePref;
+use spindle_server::AppState;
 use spindle_store::{Db, ValueRef};
 use spindle_tiers::{Tiers, TiersConfig, TrackRef};
 
@@ -62,14 +64,29 @@ pub fn load(data_dir: &Path, roots: &[PathBuf]) -> anyhow::Result<Option<Arc<Tie
     Ok(Some(Arc::new(tiers)))
 }
 
-/// Starts the background work and the pin watcher; call inside the
-/// runtime.
-pub fn start(tiers: &Arc<Tiers>, db: Arc<Db>, roots: Vec<PathBuf>, data_dir: &Path) {
+/// Starts the background work, feeds every accepted scrobble to the
+/// policy, replays the recent listening history into it once, and
+/// watches the pins; call inside the runtime.
+pub fn start(tiers: &Arc<Tiers>, state: &AppState, roots: Vec<PathBuf>, data_dir: &Path) {
     tiers.start_background();
-    // The listening history so far: each track's play count.
+    state.feed_tiers(tiers.clone(), roots.clone());
+    let db = state.db.clone();
+    // The listening history so far: the recent listens, decayed; the
+    // library's play counts only when there are none (a library imported
+    // with counts from another player, no scrobbles yet).
     {
-        let (t, db, roots) = (tiers.clone(), db.clone(), roots.clone());
+        let (t, db, roots, state) = (tiers.clone(), db.clone(), roots.clone(), state.clone());
         tokio::task::spawn_blocking(move || {
+            let r = state.replay_history_into(&t, &roots);
+            if r.listens > 0 {
+                eprintln!(
+                    "spindle: tiers: replayed {} listens of the last {} days into the hot tier's policy ({} tracks)",
+                    r.listens,
+                    spindle_server::scrobble::REPLAY_DAYS,
+                    r.tracks
+                );
+                return;
+            }
             let lib = db.read();
             let ids: Vec<u32> = lib.ids().collect();
             let pref = SourcePref::default();
@@ -95,13 +112,14 @@ pub fn start(tiers: &Arc<Tiers>, db: Arc<Db>, roots: Vec<PathBuf>, data_dir: &Pa
             let entries = db.read().len();
             if seen != Some((mtime, entries)) {
                 seen = Some((mtime, entries));
-                let (db, pins, roots) = (db.clone(), pins.clone(), roots.clone());
-                let r =
-                    tokio::task::spawn_blocking(move || pinned_tracks(&db, &pins, &roots)).await;
-                match r {
-                    Ok(Ok(tracks)) => tiers.set_pinned(tracks),
-                    Ok(Err(e)) => eprintln!("spindle: tiers: pins: {e:#}"),
-                    Err(_) => {}
+                let (db, pins, roots, t) = (db.clone(), pins.clone(), roots.clone(), tiers.clone());
+                // set_pinned reads each pinned track's length: blocking.
+                let r = tokio::task::spawn_blocking(move || {
+                    pinned_tracks(&db, &pins, &roots).map(|tracks| t.set_pinned(tracks))
+                })
+                .await;
+                if let Ok(Err(e)) = r {
+                    eprintln!("spindle: tiers: pins: {e:#}");
                 }
             }
             drop(tiers);
