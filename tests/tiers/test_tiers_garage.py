@@ -9,7 +9,10 @@ runs with a hot folder and the S3 cold tier, and the music folder marked
 A real HTTP client streams every track and compares bytes; the popular
 tracks must land in the hot folder and then be served from it; one Garage
 node is killed (kill -9) in the middle of a stream, which must finish
-byte-exact, and streaming goes on.
+byte-exact, and streaming goes on. A second server keeps copies on a
+local folder device and the music folder; the folder is removed while it
+runs, and the tracks are re-replicated to Garage in the background (then
+streamed from Garage alone after a restart with the music folder down).
 
 SPINDLE_BIN names the binary (default target/release/spindle); the test
 runs only with SPINDLE_TIERS_TESTS=1 (scripts/ci.d/85-tiers.sh sets it).
@@ -298,3 +301,126 @@ def test_the_access_log_replays_in_the_simulator(setup):
         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "replay" in out.stdout.lower() and "spindle" in out.stdout.lower(), out.stdout
+
+
+def start_server(data_dir, music, env):
+    """`spindle serve` on a free port: (process, base URL)."""
+    proc = subprocess.Popen(
+        [BIN, "--data-dir", data_dir, "serve", "--listen", "127.0.0.1:0", "--music", music],
+        stdout=subprocess.PIPE, text=True, env=env,
+    )
+    for _ in range(5):
+        m = re.search(r"serving http://([0-9.]+):(\d+)/", proc.stdout.readline())
+        if m:
+            return proc, f"http://{m.group(1)}:{m.group(2)}"
+    proc.terminate()
+    raise AssertionError("the server printed no URL")
+
+
+def write_rereplicate_config(path, cluster, archive, music, music_state):
+    e = cluster.env
+    endpoints = ", ".join(f'"{x}"' for x in e["GARAGE_ENDPOINTS"].split(","))
+    Path(path).write_text(f"""
+[tiers]
+mindevcount = 2
+retry_after_secs = 2
+rereplicate_after_secs = 1
+rereplicate_bandwidth = "1MiB"
+
+[[tiers.cold]]
+name = "music"
+kind = "folder"
+path = "{music}"
+state = "{music_state}"
+
+[[tiers.cold]]
+name = "archive"
+kind = "folder"
+path = "{archive}"
+
+[[tiers.cold]]
+name = "garage"
+kind = "s3"
+endpoints = [{endpoints}]
+region = "{e["GARAGE_REGION"]}"
+bucket = "{e["GARAGE_BUCKET"]}"
+access_key = "{e["GARAGE_ACCESS_KEY"]}"
+secret_key = "{e["GARAGE_SECRET_KEY"]}"
+""")
+
+
+def test_a_removed_folder_device_is_re_replicated_to_garage(setup):
+    """Copies on the music folder and a local folder device ("archive");
+    the folder disappears while the server runs; the tracks fall below
+    mindevcount, are copied to Garage in the background (status says so)
+    and recorded in the replica index; after a restart with the music
+    folder marked down they stream byte-exact from Garage alone. Runs
+    after a Garage node was killed: two of three nodes take the writes."""
+    s = setup
+    tmp = tempfile.mkdtemp(prefix="spindle-rerepl-")
+    proc = None
+    try:
+        music = os.path.realpath(os.path.join(tmp, "music"))
+        archive = os.path.join(tmp, "archive")
+        data_dir = os.path.join(tmp, "data")
+        files = {}
+        for i, hz in enumerate([250, 350, 450]):
+            p = Path(music) / "Rerepl" / f"{i + 1:02d} tone {hz}.wav"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", str(p),
+                            "synth", "6", "sine", str(hz)], check=True)
+            files[p.name] = p
+        cfg = os.path.join(tmp, "server.toml")
+        write_rereplicate_config(cfg, s.cluster, archive, music, "readonly")
+        env = {**os.environ, "SPINDLE_SERVER_CONFIG": cfg}
+        cli(data_dir, "scan", music, env=env)
+        up = cli(data_dir, "tiers", "upload", "--music", music, env=env)
+        assert "3 tracks have 2 copies or more" in up, up
+        assert len(list(Path(archive).rglob("*.wav"))) == 3
+
+        proc, base = start_server(data_dir, music, env)
+        srv = Srv()
+        srv.base, srv.data_dir = base, data_dir
+        st = srv.status()
+        assert st["replication"]["below_mindevcount"] == 0, st["replication"]
+        assert st["replication"]["copies_made"] == 0, st["replication"]
+
+        shutil.rmtree(archive)
+        seen_below = False
+        deadline = time.time() + 90
+        while True:
+            st = srv.status()
+            r = st["replication"]
+            seen_below |= r["below_mindevcount"] > 0
+            if r["copies_made"] == 3 and r["below_mindevcount"] == 0:
+                break
+            assert time.time() < deadline, r
+        assert seen_below, "the status never showed tracks below mindevcount"
+        assert r["lost_devices"] == ["archive"] and r["failures"] == 0, r
+        garage = next(d for d in st["devices"] if d["name"] == "garage")
+        assert garage["copies"] == 3, garage
+        out = cli(data_dir, "tiers", "status")
+        assert "lost: archive" in out and "LOST" in out, out
+        log = (Path(data_dir) / "tiers/replicas.log").read_text()
+        for name in files:
+            assert f"+\tgarage\t{files[name].stat().st_size}\tRerepl/{name}\t" in log, log
+        proc.terminate()
+        proc.wait(timeout=15)
+
+        # Only Garage now: the music folder down, the archive gone.
+        write_rereplicate_config(cfg, s.cluster, archive, music, "down")
+        proc, base = start_server(data_dir, music, env)
+        cli(data_dir, "user", "add", "ann", stdin=PASSWORD + "\n")
+        srv.base = base
+        songs = srv.get_json("search3", query="", songCount=100)["searchResult3"]["song"]
+        ids = {Path(x["path"]).name: x["id"] for x in songs}
+        assert set(ids) == set(files), ids
+        for name, p in files.items():
+            with urllib.request.urlopen(srv.url("stream", id=ids[name]), timeout=60) as r:
+                assert r.headers.get("x-spindle-device") == "garage"
+                assert r.read() == p.read_bytes(), name
+    finally:
+        if proc:
+            proc.terminate()
+            proc.wait(timeout=15)
+        shutil.rmtree(tmp, ignore_errors=True)
