@@ -13,8 +13,9 @@
 //!    multiply-add and comparing two tracks needs no decay step.
 //! 2. **Several memories, chosen by shadow hits.** Each track is counted at
 //!    six half-lives, 8,192 to 8,388,608 requests. The rankings on offer
-//!    are each half-life alone and two blends (the 524,288-request count
-//!    plus a quarter of the 2- or 8-million-request one). For each ranking
+//!    are each half-life alone and four blends (the 131,072- or
+//!    524,288-request count plus a quarter of the 2- or 8-million-request
+//!    one). For each ranking
 //!    the policy keeps the count a track needs to rank among the tracks
 //!    that fill the budget, and scores every fourth request: would a hot
 //!    tier ranked that way have held it? The ranking with the most such
@@ -133,12 +134,13 @@ fn default_switch_sigmas() -> f64 {
     3.0
 }
 
-/// The 524,288-request count plus a quarter of the 2- or 8-million-request
-/// one: at a large budget the marginal tracks count one or two requests at
-/// 524,288 requests, and the longer memory tells them apart while the
-/// shorter one still follows releases and fading hits.
+/// The 131,072- or 524,288-request count plus a quarter of the 2- or
+/// 8-million-request one: at a large budget the marginal tracks count one
+/// or two requests at the short half-life, and the longer memory tells
+/// them apart while the shorter one still follows releases and fading
+/// hits.
 fn default_blends() -> Vec<(usize, usize, f64)> {
-    vec![(3, 4, 0.25), (3, 5, 0.25)]
+    vec![(3, 4, 0.25), (3, 5, 0.25), (2, 4, 0.25), (2, 5, 0.25)]
 }
 
 /// One way to rank the tracks: the count at scale `short` plus `weight`
