@@ -55,5 +55,8 @@ pub use engine::{
 };
 pub use error::{BenchError, SetupError, SubmitError, WaitError};
 pub use psync::PsyncEngine;
-pub use sys::{allowed_cpus, pin_current_thread, read_cached, AlignedBuf, ALIGN};
+pub use sys::{
+    allowed_cpus, evict_cached, pin_current_thread, range_cached, read_cached, send_file,
+    send_slices, AlignedBuf, ALIGN,
+};
 pub use uring::UringEngine;

@@ -8,8 +8,11 @@
 //! thousands of slow listeners that is 400 KiB of memory each. Capped at
 //! [`MAX_BUF`], a listener whose socket is full holds one chunk of its file
 //! (see [`crate::stream`]) and hyper asks for the next only when it was
-//! written. Everything else is as `axum::serve` sets it up: TCP_NODELAY,
-//! the peer address as `ConnectInfo`, graceful shutdown.
+//! written. The second: the socket is a [`SendfileStream`], so file bytes
+//! in the page cache go out by `sendfile` and no chunk is held at all (see
+//! [`crate::stream::sendfile`]). Everything else is as `axum::serve` sets
+//! it up: TCP_NODELAY, the peer address as `ConnectInfo`, graceful
+//! shutdown.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -19,6 +22,8 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tower::ServiceExt;
+
+use crate::stream::sendfile::{self, SendQueue, SendfileStream};
 
 /// hyper's buffer limit per connection: request heads up to this size,
 /// and at most this much of a body queued beyond one chunk.
@@ -62,10 +67,17 @@ pub async fn serve_connections(
         let svc = TowerToHyperService::new(svc);
         let mut signal = signal_rx.clone();
         let close = close_rx.clone();
-        tokio::spawn(async move {
+        let queue = std::sync::Arc::new(SendQueue::default());
+        tokio::spawn(sendfile::scope(queue.clone(), async move {
             let mut builder = hyper::server::conn::http1::Builder::new();
-            builder.max_buf_size(MAX_BUF).timer(TokioTimer::new());
-            let conn = builder.serve_connection(TokioIo::new(stream), svc);
+            // writev(true): hyper queues body buffers as they are, which
+            // the stand-ins of zero-copy sending rely on (never copied).
+            builder
+                .max_buf_size(MAX_BUF)
+                .writev(true)
+                .timer(TokioTimer::new());
+            let io = SendfileStream::new(stream, queue);
+            let conn = builder.serve_connection(TokioIo::new(io), svc);
             let mut conn = std::pin::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
@@ -75,11 +87,137 @@ pub async fn serve_connections(
                 }
             }
             drop(close);
-        });
+        }));
     }
     drop(listener);
     let _ = signal_tx.send(());
     drop(close_rx);
     close_tx.closed().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Reads one HTTP/1.1 response with a Content-Length: status, head,
+    /// body.
+    async fn response(s: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> (u16, String, Vec<u8>) {
+        loop {
+            if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse().ok())?
+                    })
+                    .expect("a Content-Length");
+                while buf.len() < end + 4 + len {
+                    let mut chunk = vec![0u8; 64 * 1024];
+                    // A slow reader now and then: the server meets full sockets.
+                    if buf.len().is_multiple_of(3) {
+                        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                    }
+                    let n = s.read(&mut chunk).await.unwrap();
+                    assert!(n > 0, "the connection closed mid-body");
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                let status = head[9..12].parse().unwrap();
+                let body = buf[end + 4..end + 4 + len].to_vec();
+                buf.drain(..end + 4 + len);
+                return (status, head, body);
+            }
+            let mut chunk = vec![0u8; 4096];
+            let n = s.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the connection closed before a response");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Through the real connection loop (zero-copy sending included), on
+    /// one keep-alive connection with pipelined requests: whole files and
+    /// ranges arrive byte for byte, from the page cache (sendfile) and
+    /// from a file dropped from it (the IO engine), mixed.
+    #[tokio::test]
+    async fn files_arrive_byte_exact_through_the_connection_loop() {
+        use axum::routing::get;
+        let _ =
+            crate::stream::configure(crate::stream::ReadEngine::Io(spindle_io::EngineKind::Psync));
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..1_300_000u32).map(|i| (i * 31 % 253) as u8).collect();
+        for name in ["warm", "cold"] {
+            std::fs::write(dir.path().join(name), &data).unwrap();
+        }
+        let root = dir.path().to_owned();
+        let app = axum::Router::new().route(
+            "/{name}",
+            get(
+                move |axum::extract::Path(name): axum::extract::Path<String>,
+                      headers: axum::http::HeaderMap| {
+                    let path = root.join(name);
+                    async move {
+                        let path = path;
+                        crate::stream::serve_file(&path, "audio/x", &headers, false)
+                            .await
+                            .0
+                    }
+                },
+            ),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve_connections(listener, app, async move {
+            let _ = stopped.await;
+        }));
+        let cold = std::fs::File::open(dir.path().join("cold")).unwrap();
+
+        let zero_copy_before = crate::stream::sendfile::bytes_sent();
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut buf = Vec::new();
+        let cases: &[(&str, Option<&str>, std::ops::Range<usize>)] = &[
+            ("warm", None, 0..data.len()),
+            ("warm", Some("bytes=70000-135535"), 70_000..135_536),
+            ("warm", Some("bytes=-5"), data.len() - 5..data.len()),
+            ("cold", None, 0..data.len()),
+            ("cold", Some("bytes=1000000-"), 1_000_000..data.len()),
+            ("warm", Some("bytes=1-1"), 1..2),
+        ];
+        for round in 0..3 {
+            // Round 1 sends every request at once (pipelined).
+            let mut reqs = String::new();
+            for (name, range, _) in cases {
+                let range = range.map_or(String::new(), |r| format!("Range: {r}\r\n"));
+                reqs += &format!("GET /{name} HTTP/1.1\r\nHost: t\r\n{range}\r\n");
+            }
+            if round == 1 {
+                s.write_all(reqs.as_bytes()).await.unwrap();
+            }
+            for (i, (name, range, want)) in cases.iter().enumerate() {
+                if *name == "cold" {
+                    spindle_io::evict_cached(&cold).unwrap();
+                }
+                if round != 1 {
+                    let range = range.map_or(String::new(), |r| format!("Range: {r}\r\n"));
+                    let req = format!("GET /{name} HTTP/1.1\r\nHost: t\r\n{range}\r\n");
+                    s.write_all(req.as_bytes()).await.unwrap();
+                }
+                let (status, head, body) = response(&mut s, &mut buf).await;
+                assert_eq!(status, if range.is_some() { 206 } else { 200 }, "{head}");
+                assert_eq!(body.len(), want.len(), "round {round} case {i}");
+                assert!(
+                    body == data[want.clone()],
+                    "round {round} case {i}: bytes differ"
+                );
+            }
+        }
+        // The warm file went out by sendfile (at least its whole copies).
+        assert!(crate::stream::sendfile::bytes_sent() - zero_copy_before >= 3 * data.len() as u64);
+        drop(s);
+        let _ = stop.send(());
+        server.await.unwrap().unwrap();
+    }
 }

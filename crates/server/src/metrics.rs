@@ -110,6 +110,7 @@ impl Metrics {
         let _ = writeln!(s, "# HELP spindle_http_request_errors_total Requests answered with an error.\n# TYPE spindle_http_request_errors_total counter\nspindle_http_request_errors_total {}", g(&self.errors));
         let _ = writeln!(s, "# HELP spindle_streams_total Audio streams started.\n# TYPE spindle_streams_total counter\nspindle_streams_total {}", g(&self.streams));
         let _ = writeln!(s, "# HELP spindle_stream_bytes_total Bytes of audio streams started (ranges counted by length).\n# TYPE spindle_stream_bytes_total counter\nspindle_stream_bytes_total {}", g(&self.bytes));
+        let _ = writeln!(s, "# HELP spindle_stream_sendfile_bytes_total Bytes of streams sent by sendfile from the page cache (no copy through the server).\n# TYPE spindle_stream_sendfile_bytes_total counter\nspindle_stream_sendfile_bytes_total {}", crate::stream::sendfile::bytes_sent());
         let _ = writeln!(s, "# HELP spindle_request_duration_seconds Time to answer a request (to the first byte of a stream).\n# TYPE spindle_request_duration_seconds histogram");
         for (b, le) in self.buckets.iter().zip(BUCKETS) {
             let _ = writeln!(

@@ -155,9 +155,8 @@ impl Music {
     /// symlinks are resolved; `None` otherwise. The only way from a
     /// request to a path.
     pub fn file_of(&self, song: &Song) -> Option<PathBuf> {
-        let real = std::fs::canonicalize(&song.file).ok()?;
         let root = self.roots.get(song.folder)?;
-        (real.starts_with(root) && real.is_file()).then_some(real)
+        crate::stream::resolve_cached(&song.file, |real| real.starts_with(root) && real.is_file())
     }
 
     pub(crate) fn set_now_playing(&self, user: &str, song: u32, now: i64, player: &str) {

@@ -22,6 +22,7 @@ use axum::response::Response;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 pub mod pool;
+pub mod sendfile;
 
 /// Bytes read from the file per chunk.
 pub const CHUNK: usize = 64 * 1024;
@@ -255,6 +256,44 @@ fn open_cached(path: &Path) -> std::io::Result<Option<OpenFile>> {
         cache.insert(path.to_owned(), (entry.clone(), now));
     }
     Ok(Some(entry))
+}
+
+type Resolved = (std::path::PathBuf, std::time::Instant);
+
+static RESOLVE_CACHE: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Resolved>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// `path` made canonical (every symlink and `..` resolved) if `allowed`
+/// says the result may be served, remembered for [`OPEN_CACHE_TTL`] like
+/// open files: `realpath` costs a `readlink` per path component, six or
+/// more system calls a stream, for an answer that rarely changes. A path
+/// that is refused or fails is not remembered.
+pub fn resolve_cached(
+    path: &Path,
+    allowed: impl FnOnce(&Path) -> bool,
+) -> Option<std::path::PathBuf> {
+    let now = std::time::Instant::now();
+    {
+        let cache = RESOLVE_CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((real, at)) = cache.get(path) {
+            if now.duration_since(*at) < OPEN_CACHE_TTL {
+                return Some(real.clone());
+            }
+        }
+    }
+    let real = std::fs::canonicalize(path).ok()?;
+    if !allowed(&real) {
+        return None;
+    }
+    let mut cache = RESOLVE_CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() >= OPEN_CACHE_MAX {
+        cache.retain(|_, (_, at)| now.duration_since(*at) < OPEN_CACHE_TTL);
+    }
+    if cache.len() < OPEN_CACHE_MAX {
+        cache.insert(path.to_owned(), (real.clone(), now));
+    }
+    Some(real)
 }
 
 /// What was sent, for metrics and logs.

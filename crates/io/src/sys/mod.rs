@@ -197,9 +197,164 @@ pub fn read_cached(
     Ok(Some(n))
 }
 
+/// Sends up to `len` bytes of `file` at `offset` to the socket `sock` by
+/// `sendfile(2)`: from the page cache to the socket with no copy through
+/// user memory. The file's own position is not used or moved. Returns the
+/// bytes sent (0 at the end of the file); a non-blocking socket that is
+/// full gives `WouldBlock`.
+pub fn send_file(
+    sock: std::os::fd::BorrowedFd<'_>,
+    file: &std::fs::File,
+    offset: u64,
+    len: usize,
+) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let mut off = libc::off_t::try_from(offset)
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: both descriptors are open for the call (borrowed, and owned
+    // by `file`); `off` is a local the kernel reads and updates.
+    let n = unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut off, len) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+/// Writes `bufs` to the socket `sock` in one `sendmsg(2)`, without
+/// SIGPIPE; with `more`, as `MSG_MORE` (more data follows at once, so the
+/// kernel may hold these bytes to fill a segment). Returns the bytes
+/// written; a non-blocking socket that is full gives `WouldBlock`.
+pub fn send_slices(
+    sock: std::os::fd::BorrowedFd<'_>,
+    bufs: &[std::io::IoSlice<'_>],
+    more: bool,
+) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
+    let bufs = &bufs[..bufs.len().min(1024)];
+    // SAFETY: an msghdr with no address and no control data whose iovecs
+    // are `bufs` (IoSlice is ABI-compatible with iovec on Unix), valid and
+    // unchanged for the duration of the call; the kernel only reads them.
+    let n = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = bufs.len() as _;
+        libc::sendmsg(sock.as_raw_fd(), &msg, flags)
+    };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+/// Asks the kernel to drop `file`'s clean pages from the page cache
+/// (`posix_fadvise(DONTNEED)`), so the next reads go to the device. Dirty
+/// or mapped pages stay; it is advice.
+pub fn evict_cached(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: posix_fadvise only advises the kernel about the pages of a
+    // descriptor `file` keeps open; it touches no memory of ours.
+    let r = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if r != 0 {
+        return Err(std::io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}
+
+/// `cachestat(2)`'s number: Linux 6.5 gave it the same number on every
+/// architecture (the unified table past 424), and libc does not name it
+/// for all of them yet.
+const SYS_CACHESTAT: libc::c_long = 451;
+
+/// Whether the kernel lacks `cachestat` (learnt on the first call).
+static NO_CACHESTAT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether every page of `len` bytes at `offset` of `file` is in the page
+/// cache, by `cachestat(2)` (Linux 6.5+): one system call that reads no
+/// data. `None` when the kernel cannot say (older kernels, other errors),
+/// so callers treat the range as uncached. A "yes" is a snapshot: the
+/// pages may be evicted a moment later, and a read then waits for the disk.
+pub fn range_cached(file: &std::fs::File, offset: u64, len: u64) -> Option<bool> {
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::Ordering;
+    if len == 0 {
+        return Some(true);
+    }
+    if NO_CACHESTAT.load(Ordering::Relaxed) {
+        return None;
+    }
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    let page = 4096u64;
+    let first = offset / page;
+    let last = offset.checked_add(len - 1)? / page;
+    let range = Range {
+        off: first * page,
+        len: (last - first + 1) * page,
+    };
+    let mut stat = Stat::default();
+    // SAFETY: cachestat(fd, *const cachestat_range, *mut cachestat, flags)
+    // reads `range` and writes one `struct cachestat`, whose layout `Stat`
+    // matches (five u64s); both live on this stack frame for the call.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            file.as_raw_fd(),
+            &range as *const Range,
+            &mut stat as *mut Stat,
+            0u32,
+        )
+    };
+    if r != 0 {
+        if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            NO_CACHESTAT.store(true, Ordering::Relaxed);
+        }
+        return None;
+    }
+    let pages = last - first + 1;
+    Some(stat.nr_cache >= pages)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn range_cached_sees_written_pages_and_not_dropped_ones() {
+        use std::io::Write;
+        let path =
+            std::env::temp_dir().join(format!("spindle-io-cachestat-{}", std::process::id()));
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(&vec![7u8; 256 * 1024]).unwrap();
+        f.sync_all().unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let Some(all) = range_cached(&f, 0, 256 * 1024) else {
+            eprintln!("cachestat is not available on this kernel; nothing to check");
+            return;
+        };
+        // Just written: in the page cache.
+        assert!(all);
+        assert_eq!(range_cached(&f, 100, 5000), Some(true));
+        // Past the end of the file nothing is cached.
+        assert_eq!(range_cached(&f, 1 << 20, 4096), Some(false));
+        // Dropped from the cache (clean pages go at once on DONTNEED).
+        evict_cached(&f).unwrap();
+        assert_eq!(range_cached(&f, 0, 256 * 1024), Some(false));
+        assert_eq!(range_cached(&f, 0, 0), Some(true));
+        let _ = std::fs::remove_file(&path);
+    }
 
     #[test]
     fn aligned_buf_is_aligned_zeroed_and_writable() {

@@ -293,6 +293,9 @@ pub struct FileBody {
     pending: Option<oneshot::Receiver<std::io::Result<(FileId, Bytes)>>>,
     /// Whether to try the page cache on the calling thread first.
     cache_reads: bool,
+    /// The connection's queue for ranges sent by `sendfile`, when the
+    /// connection can take them (see [`super::sendfile`]).
+    zero_copy: Option<std::sync::Arc<super::sendfile::SendQueue>>,
     _open: OpenGuard,
 }
 
@@ -311,6 +314,7 @@ impl FileBody {
             left: count,
             pending: None,
             cache_reads: true,
+            zero_copy: super::sendfile::current(),
             _open: OpenGuard::new(),
         }
     }
@@ -319,6 +323,15 @@ impl FileBody {
     /// calling thread (on by default; off sends every read to the engine).
     pub fn cache_reads(mut self, on: bool) -> FileBody {
         self.cache_reads = on;
+        self
+    }
+
+    /// Whether cached ranges go out by `sendfile` when the connection
+    /// allows it (on by default; off copies every chunk through memory).
+    pub fn zero_copy(mut self, on: bool) -> FileBody {
+        if !on {
+            self.zero_copy = None;
+        }
         self
     }
 }
@@ -346,6 +359,18 @@ impl http_body::Body for FileBody {
             return Poll::Ready(None);
         }
         if this.pending.is_none() {
+            // Cached bytes on a connection that can take them go out by
+            // sendfile: no read, no copy, no buffer held while the socket
+            // is full.
+            if let Some(q) = &this.zero_copy {
+                let len = (super::sendfile::MAX_STAND_IN as u64).min(this.left);
+                if spindle_io::range_cached(&this.file, this.offset, len) == Some(true) {
+                    let data = q.stand_in(this.file.clone(), this.offset, len as usize);
+                    this.offset += len;
+                    this.left -= len;
+                    return Poll::Ready(Some(Ok(http_body::Frame::data(data))));
+                }
+            }
             let len = (chunk_len() as u64).min(this.left) as usize;
             // What the page cache holds is read right here (a memory copy,
             // no hop to the IO thread); the engine gets what would block.
