@@ -15,12 +15,11 @@
 //!    six half-lives, 8,192 to 8,388,608 requests. The rankings on offer
 //!    are each half-life alone and four blends (the 131,072- or
 //!    524,288-request count plus a quarter of the 2- or 8-million-request
-//!    one). For each ranking
-//!    the policy keeps the count a track needs to rank among the tracks
-//!    that fill the budget, and scores every fourth request: would a hot
-//!    tier ranked that way have held it? The ranking with the most such
-//!    shadow hit bytes lately (a decayed sum) ranks the tracks; a
-//!    challenger takes over only when its lead is three standard
+//!    one). For each ranking the policy keeps the count a track needs to
+//!    rank among the tracks that fill the budget, and scores every fourth
+//!    request: would a hot tier ranked that way have held it? The ranking
+//!    with the most such shadow hit bytes lately (a decayed sum) ranks the
+//!    tracks; a challenger takes over only when its lead is three standard
 //!    deviations of what the requests on which the two disagree would give
 //!    by chance, so a real lead of a few hundredths of a point wins and
 //!    noise does not. Stationary popularity picks a long memory (close to
