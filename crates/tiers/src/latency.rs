@@ -173,6 +173,18 @@ impl DeviceStats {
         *self.down_until.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
+    /// Whether Spindle has never timed a read of this device and none is
+    /// under way: the next read goes to it once, to measure it (a new hot
+    /// folder, a device added since start), rather than judging it by the
+    /// disk's await alone, which says nothing of what the page cache holds.
+    pub fn unmeasured(&self) -> bool {
+        self.ewma_us
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+            && self.in_flight.load(Ordering::Relaxed) == 0
+    }
+
     /// The EWMA, if its last sample is younger than [`FRESH`].
     pub fn fresh_ewma_ms(&self) -> Option<f64> {
         self.ewma_us
@@ -316,6 +328,17 @@ mod tests {
         assert!((s.ewma_ms().unwrap() - 4.0).abs() < 1e-9);
         s.in_flight.store(3, Ordering::Relaxed);
         assert!((s.estimate_ms(5.0) - 16.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_device_is_unmeasured_until_its_first_read_is_timed() {
+        let s = DeviceStats::new(None);
+        assert!(s.unmeasured());
+        s.in_flight.store(1, Ordering::Relaxed);
+        assert!(!s.unmeasured(), "one probe at a time");
+        s.in_flight.store(0, Ordering::Relaxed);
+        s.record_ttfb(Duration::from_micros(80));
+        assert!(!s.unmeasured());
     }
 
     #[test]

@@ -538,6 +538,24 @@ impl Tiers {
             Choice::Latency if cands.len() > 1 && rng.gen_bool(EXPLORE) => {
                 rng.gen_range(0..cands.len())
             }
+            // A copy on a device never timed is read once to measure it.
+            Choice::Latency if cands.len() > 1 => match cands
+                .iter()
+                .position(|&i| self.devices[i].stats.unmeasured())
+            {
+                Some(k) => k,
+                None => {
+                    let scores: Vec<f64> = cands
+                        .iter()
+                        .map(|&i| {
+                            self.devices[i]
+                                .stats
+                                .estimate_ms(self.devices[i].prior_ms())
+                        })
+                        .collect();
+                    pick_weighted(&scores, &mut *rng)?
+                }
+            },
             Choice::Latency => {
                 let scores: Vec<f64> = cands
                     .iter()
