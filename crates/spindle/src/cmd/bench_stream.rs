@@ -286,6 +286,7 @@ struct Cell {
     mbps: f64,
     p99_ms: f64,
     errors: u64,
+    cpu_us: f64,
 }
 
 fn summarize(runs: &[wrk::Outcome]) -> Cell {
@@ -294,7 +295,27 @@ fn summarize(runs: &[wrk::Outcome]) -> Cell {
         mbps: median(runs.iter().map(wrk::Outcome::mbps).collect()),
         p99_ms: median(runs.iter().map(|o| o.p99_us as f64 / 1000.0).collect()),
         errors: runs.iter().map(|o| o.errors).sum(),
+        cpu_us: median(runs.iter().map(wrk::Outcome::cpu_us_per_req).collect()),
     }
+}
+
+/// CPU time (user + system, all threads) the processes `pids` have used
+/// so far, in seconds, from `/proc/PID/stat`; processes gone count 0.
+fn cpu_seconds(pids: &[u32]) -> f64 {
+    // sysconf(_SC_CLK_TCK): 100 on every Linux port.
+    const TICKS: f64 = 100.0;
+    pids.iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+        .filter_map(|s| {
+            // Fields after the command name, which may hold spaces.
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+            let u: f64 = f.get(11)?.parse().ok()?;
+            let st: f64 = f.get(12)?.parse().ok()?;
+            Some((u + st) / TICKS)
+        })
+        .sum()
 }
 
 pub fn run(args: &StreamArgs) -> anyhow::Result<()> {
@@ -565,7 +586,8 @@ fn throughput(
                 for k in 0..servers.len() {
                     let si = (k + round) % servers.len();
                     let (s, _) = &servers[si];
-                    let o = wrk::run(
+                    let cpu_before = cpu_seconds(&s.pids());
+                    let mut o = wrk::run(
                         wrk_exe,
                         client_prefix,
                         threads,
@@ -575,15 +597,17 @@ fn throughput(
                         args.duration,
                     )
                     .with_context(|| format!("wrk against {}", s.name()))?;
+                    o.server_cpu_s = cpu_seconds(&s.pids()) - cpu_before;
                     eprintln!(
-                        "   round {} {w} c={conns} {}: {:.0} req/s, {:.0} MB/s, p50 {:.1} ms, p99 {:.1} ms, {} errors",
+                        "   round {} {w} c={conns} {}: {:.0} req/s, {:.0} MB/s, p50 {:.1} ms, p99 {:.1} ms, {} errors, {:.1} µs CPU/request",
                         round + 1,
                         s.name(),
                         o.rps(),
                         o.mbps(),
                         o.p50_us as f64 / 1000.0,
                         o.p99_us as f64 / 1000.0,
-                        o.errors
+                        o.errors,
+                        o.cpu_us_per_req()
                     );
                     results[wi][ci][si].push(o);
                 }
@@ -592,21 +616,22 @@ fn throughput(
     }
     println!("## Throughput (wrk)");
     println!();
-    println!("| workload | connections | server | requests/s | MB/s | p99 latency | errors |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| workload | connections | server | requests/s | MB/s | p99 latency | errors | server CPU per request |");
+    println!("|---|---|---|---|---|---|---|---|");
     let mut cells = Vec::new();
     for (wi, w) in args.workloads.iter().enumerate() {
         for (ci, &conns) in args.connections.iter().enumerate() {
             let row: Vec<Cell> = results[wi][ci].iter().map(|r| summarize(r)).collect();
             for (si, c) in row.iter().enumerate() {
                 println!(
-                    "| {} | {conns} | {} | {:.0} | {:.0} | {:.1} ms | {} |",
+                    "| {} | {conns} | {} | {:.0} | {:.0} | {:.1} ms | {} | {:.1} µs |",
                     workload_name(w),
                     servers[si].0.name(),
                     c.rps,
                     c.mbps,
                     c.p99_ms,
-                    c.errors
+                    c.errors,
+                    c.cpu_us
                 );
             }
             cells.push((w.clone(), conns, row));
@@ -619,8 +644,8 @@ fn throughput(
     if let Some(ni) = nginx_at {
         println!("## Spindle / nginx");
         println!();
-        println!("| workload | connections | engine | requests/s | MB/s | p99 (nginx / Spindle) | target ≥ 0.9× |");
-        println!("|---|---|---|---|---|---|---|");
+        println!("| workload | connections | engine | requests/s | MB/s | p99 (nginx / Spindle) | CPU per request (nginx / Spindle) | target ≥ 0.9× |");
+        println!("|---|---|---|---|---|---|---|---|");
         for (w, conns, row) in &cells {
             let n = row[ni];
             for (si, c) in row.iter().enumerate() {
@@ -629,11 +654,12 @@ fn throughput(
                 };
                 let r = c.rps / n.rps;
                 println!(
-                    "| {} | {conns} | {engine} | {} | {} | {} | {} |",
+                    "| {} | {conns} | {engine} | {} | {} | {} | {} | {} |",
                     workload_name(w),
                     fmt_ratio(r),
                     fmt_ratio(c.mbps / n.mbps),
                     fmt_ratio(n.p99_ms / c.p99_ms),
+                    fmt_ratio(n.cpu_us / c.cpu_us),
                     if r >= 0.9 { "PASS" } else { "MISS" }
                 );
             }

@@ -100,6 +100,9 @@ pub struct Outcome {
     pub p99_us: u64,
     /// Connect, read, write and timeout errors and non-2xx/3xx answers.
     pub errors: u64,
+    /// CPU time the server's processes used during the run (user +
+    /// system), filled in by the caller.
+    pub server_cpu_s: f64,
 }
 
 impl Outcome {
@@ -109,6 +112,12 @@ impl Outcome {
 
     pub fn mbps(&self) -> f64 {
         self.bytes as f64 / 1e6 / self.secs.max(1e-9)
+    }
+
+    /// The server's CPU time per request, in microseconds: what a request
+    /// costs, whatever else the machine was doing.
+    pub fn cpu_us_per_req(&self) -> f64 {
+        self.server_cpu_s * 1e6 / (self.requests as f64).max(1.0)
     }
 }
 
@@ -137,6 +146,7 @@ pub fn parse(stdout: &str) -> anyhow::Result<Outcome> {
         p50_us: field(line, "p50")?,
         p99_us: field(line, "p99")?,
         errors,
+        server_cpu_s: 0.0,
     })
 }
 
