@@ -137,6 +137,10 @@ pub struct EngineConfig {
     pub sqpoll_idle_ms: u32,
     /// SQPOLL: the CPU to pin the kernel thread to, if any.
     pub sqpoll_cpu: Option<u32>,
+    /// SQPOLL: microseconds a wait for completions first watches the
+    /// completion ring (which the kernel thread fills without a system
+    /// call) before it sleeps in the kernel; 0 sleeps at once.
+    pub sqpoll_spin_us: u32,
     /// SQPOLL: whether to poll without a spare core.
     pub sqpoll_policy: SqpollPolicy,
     /// Whether io_uring may be used at all.
@@ -144,6 +148,11 @@ pub struct EngineConfig {
     /// Plain io_uring: when requests go to the kernel.
     pub submit: SubmitMode,
 }
+
+/// How long an SQPOLL wait watches the completion ring before sleeping:
+/// about two reads of a fast SSD, so that at low depth a completion is
+/// usually seen without the sleep and wake-up (see docs/io-engine.md).
+pub const DEFAULT_SQPOLL_SPIN_US: u32 = 100;
 
 impl EngineConfig {
     /// A config with defaults: 4 KiB buffers, buffered IO, 64 files,
@@ -158,6 +167,7 @@ impl EngineConfig {
             max_files: 64,
             sqpoll_idle_ms: 2,
             sqpoll_cpu: None,
+            sqpoll_spin_us: DEFAULT_SQPOLL_SPIN_US,
             sqpoll_policy: SqpollPolicy::default(),
             uring: UringPolicy::from_env(),
             submit: SubmitMode::default(),
@@ -304,6 +314,9 @@ pub struct EngineStats {
     pub syscalls: u64,
     /// SQPOLL: the system calls made only to wake the sleeping kernel thread.
     pub sqpoll_wakeups: u64,
+    /// SQPOLL: waits that saw their completions while watching the
+    /// completion ring, without entering the kernel.
+    pub sqpoll_spun: u64,
 }
 
 /// An IO engine: a fixed set of buffer slots, registered files, positioned

@@ -58,6 +58,7 @@ impl UringEngine {
                 Some(SqpollSetup {
                     idle_ms: config.sqpoll_idle_ms,
                     cpu: config.sqpoll_cpu,
+                    spin_us: config.sqpoll_spin_us,
                 })
             }
             EngineKind::UringSqpoll => None,
@@ -200,6 +201,7 @@ impl IoEngine for UringEngine {
         let c = self.ring.counters();
         self.stats.syscalls = c.enters;
         self.stats.sqpoll_wakeups = c.wakeups;
+        self.stats.sqpoll_spun = c.spun;
         Ok(())
     }
 
@@ -216,6 +218,7 @@ impl IoEngine for UringEngine {
         EngineStats {
             syscalls: c.enters,
             sqpoll_wakeups: c.wakeups,
+            sqpoll_spun: c.spun,
             ..self.stats
         }
     }

@@ -12,13 +12,22 @@ fn reads(
     kind: EngineKind,
     submit: SubmitMode,
 ) -> (Box<dyn IoEngine>, spindle_io::FileId, common::TempDir) {
-    let dir = common::TempDir::new(&format!("doorbell-{kind}-{submit:?}"));
+    reads_spinning(kind, submit, spindle_io::DEFAULT_SQPOLL_SPIN_US)
+}
+
+fn reads_spinning(
+    kind: EngineKind,
+    submit: SubmitMode,
+    spin_us: u32,
+) -> (Box<dyn IoEngine>, spindle_io::FileId, common::TempDir) {
+    let dir = common::TempDir::new(&format!("doorbell-{kind}-{submit:?}-{spin_us}"));
     let (path, _) = common::random_file(&dir, "data", 1 << 20, 11);
     let mut c = EngineConfig::new(kind, 8);
     c.uring = UringPolicy::Allow;
     c.submit = submit;
     c.sqpoll_idle_ms = 1000;
     c.sqpoll_policy = spindle_io::SqpollPolicy::Always;
+    c.sqpoll_spin_us = spin_us;
     let mut e = open(&c).unwrap();
     let f = e
         .add_file(
@@ -117,4 +126,42 @@ fn sqpoll_without_a_spare_core_submits_plainly_unless_told_to_poll_anyway() {
     })
     .join()
     .unwrap();
+}
+
+#[test]
+fn sqpoll_waits_watch_the_completion_ring_before_they_sleep() {
+    // Reads of a file in the page cache complete in the poller at once: a
+    // wait that watches the ring (for up to a second here) sees them
+    // without entering the kernel; one that does not watch enters it.
+    for (spin_us, watches) in [(1_000_000, true), (0, false)] {
+        let (mut e, file, _dir) =
+            reads_spinning(EngineKind::UringSqpoll, SubmitMode::Eager, spin_us);
+        let mut done = Vec::new();
+        for round in 0..3 {
+            let before = e.stats();
+            submit_all(e.as_mut(), file);
+            done.clear();
+            while done.len() < 8 {
+                e.wait(8 - done.len(), &mut done).unwrap();
+            }
+            assert!(done.iter().all(|c| c.is_full()));
+            let after = e.stats();
+            if round == 0 {
+                continue; // the poller's first wake-up
+            }
+            let spun = after.sqpoll_spun - before.sqpoll_spun;
+            let entries = after.syscalls - before.syscalls;
+            if watches {
+                assert!(spun >= 1, "{before:?} -> {after:?}");
+                assert_eq!(
+                    entries,
+                    after.sqpoll_wakeups - before.sqpoll_wakeups,
+                    "{after:?}"
+                );
+            } else {
+                assert_eq!(spun, 0, "{after:?}");
+                assert!(entries >= 1, "{before:?} -> {after:?}");
+            }
+        }
+    }
 }

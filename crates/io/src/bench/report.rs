@@ -305,10 +305,23 @@ pub fn advice(r: &BenchReport) -> String {
             max.0,
             cpu(EngineKind::UringSqpoll),
             cpu(EngineKind::Uring),
-            if r.cpus <= 2 {
-                "With 2 CPUs the polling kernel thread takes the core the application or the interrupts need."
-            } else {
-                "A spare core lets the kernel thread poll without taking the application's."
+            {
+                let below: Vec<String> = ratios
+                    .iter()
+                    .filter(|x| x.1 < 0.9)
+                    .map(|x| format!("{} ({:.2}x)", x.0, x.1))
+                    .collect();
+                match (below.is_empty(), r.cpus <= 2) {
+                    (false, true) => format!(
+                        "Below 0.9x plain io_uring at depth {}: with 2 CPUs the polling kernel thread takes the core the application or the interrupts need.",
+                        below.join(", ")
+                    ),
+                    (false, false) => format!("Below 0.9x plain io_uring at depth {}.", below.join(", ")),
+                    (true, true) => "At or above 0.9x plain io_uring at every depth, for a kernel thread's CPU time.".to_owned(),
+                    (true, false) => {
+                        "A spare core lets the kernel thread poll without taking the application's.".to_owned()
+                    }
+                }
             }
         );
     }
