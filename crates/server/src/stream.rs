@@ -224,9 +224,36 @@ const OPEN_CACHE_MAX: usize = 1024;
 
 type OpenFile = (std::sync::Arc<std::fs::File>, std::fs::Metadata);
 
-static OPEN_CACHE: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, (OpenFile, std::time::Instant)>>,
-> = std::sync::LazyLock::new(Default::default);
+/// Answers by path, each kept for [`OPEN_CACHE_TTL`], at most
+/// [`OPEN_CACHE_MAX`] of them (expired ones are dropped when it is full).
+struct PathCache<V>(
+    std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, (V, std::time::Instant)>>,
+);
+
+impl<V: Clone> PathCache<V> {
+    fn new() -> PathCache<V> {
+        PathCache(std::sync::Mutex::new(std::collections::HashMap::new()))
+    }
+
+    fn get(&self, path: &Path, now: std::time::Instant) -> Option<V> {
+        let cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (v, at) = cache.get(path)?;
+        (now.duration_since(*at) < OPEN_CACHE_TTL).then(|| v.clone())
+    }
+
+    fn put(&self, path: &Path, v: V, now: std::time::Instant) {
+        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= OPEN_CACHE_MAX {
+            cache.retain(|_, (_, at)| now.duration_since(*at) < OPEN_CACHE_TTL);
+        }
+        if cache.len() < OPEN_CACHE_MAX {
+            cache.insert(path.to_owned(), (v, now));
+        }
+    }
+}
+
+static OPEN_CACHE: std::sync::LazyLock<PathCache<OpenFile>> =
+    std::sync::LazyLock::new(PathCache::new);
 
 /// The open file at `path` and its metadata, from a small cache of open
 /// files (like nginx's `open_file_cache`): a stream of a popular track
@@ -234,13 +261,8 @@ static OPEN_CACHE: std::sync::LazyLock<
 /// watcher, which hears every open. `None` when it is not a regular file.
 fn open_cached(path: &Path) -> std::io::Result<Option<OpenFile>> {
     let now = std::time::Instant::now();
-    {
-        let cache = OPEN_CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((f, at)) = cache.get(path) {
-            if now.duration_since(*at) < OPEN_CACHE_TTL {
-                return Ok(Some(f.clone()));
-            }
-        }
+    if let Some(f) = OPEN_CACHE.get(path, now) {
+        return Ok(Some(f));
     }
     let file = std::fs::File::open(path)?;
     let meta = file.metadata()?;
@@ -248,21 +270,12 @@ fn open_cached(path: &Path) -> std::io::Result<Option<OpenFile>> {
         return Ok(None);
     }
     let entry = (std::sync::Arc::new(file), meta);
-    let mut cache = OPEN_CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if cache.len() >= OPEN_CACHE_MAX {
-        cache.retain(|_, (_, at)| now.duration_since(*at) < OPEN_CACHE_TTL);
-    }
-    if cache.len() < OPEN_CACHE_MAX {
-        cache.insert(path.to_owned(), (entry.clone(), now));
-    }
+    OPEN_CACHE.put(path, entry.clone(), now);
     Ok(Some(entry))
 }
 
-type Resolved = (std::path::PathBuf, std::time::Instant);
-
-static RESOLVE_CACHE: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Resolved>>,
-> = std::sync::LazyLock::new(Default::default);
+static RESOLVE_CACHE: std::sync::LazyLock<PathCache<std::path::PathBuf>> =
+    std::sync::LazyLock::new(PathCache::new);
 
 /// `path` made canonical (every symlink and `..` resolved) if `allowed`
 /// says the result may be served, remembered for [`OPEN_CACHE_TTL`] like
@@ -274,25 +287,14 @@ pub fn resolve_cached(
     allowed: impl FnOnce(&Path) -> bool,
 ) -> Option<std::path::PathBuf> {
     let now = std::time::Instant::now();
-    {
-        let cache = RESOLVE_CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((real, at)) = cache.get(path) {
-            if now.duration_since(*at) < OPEN_CACHE_TTL {
-                return Some(real.clone());
-            }
-        }
+    if let Some(real) = RESOLVE_CACHE.get(path, now) {
+        return Some(real);
     }
     let real = std::fs::canonicalize(path).ok()?;
     if !allowed(&real) {
         return None;
     }
-    let mut cache = RESOLVE_CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if cache.len() >= OPEN_CACHE_MAX {
-        cache.retain(|_, (_, at)| now.duration_since(*at) < OPEN_CACHE_TTL);
-    }
-    if cache.len() < OPEN_CACHE_MAX {
-        cache.insert(path.to_owned(), (real.clone(), now));
-    }
+    RESOLVE_CACHE.put(path, real.clone(), now);
     Some(real)
 }
 
