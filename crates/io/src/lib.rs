@@ -57,6 +57,6 @@ pub use error::{BenchError, SetupError, SubmitError, WaitError};
 pub use psync::PsyncEngine;
 pub use sys::{
     allowed_cpus, evict_cached, pin_current_thread, range_cached, read_cached, send_file,
-    send_slices, AlignedBuf, ALIGN,
+    send_slices, set_notsent_lowat, AlignedBuf, ALIGN,
 };
 pub use uring::UringEngine;

@@ -31,10 +31,13 @@ pub const MAX_BUF: usize = 16 * 1024;
 
 /// Serves `app` on `listener` until `shutdown` resolves; then stops
 /// accepting, lets each connection finish its request in flight, and
-/// returns when all have closed.
+/// returns when all have closed. `send_queue`: the most bytes a connection
+/// keeps queued unsent in the kernel (`TCP_NOTSENT_LOWAT`; 0 leaves the
+/// kernel's default, as much as the send buffer holds).
 pub async fn serve_connections(
     listener: tokio::net::TcpListener,
     app: axum::Router,
+    send_queue: u32,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (signal_tx, signal_rx) = tokio::sync::watch::channel(());
@@ -58,6 +61,10 @@ pub async fn serve_connections(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
+        if send_queue > 0 {
+            use std::os::fd::AsFd;
+            let _ = spindle_io::set_notsent_lowat(stream.as_fd(), send_queue);
+        }
         let svc = app
             .clone()
             .map_request(move |mut req: axum::http::Request<Incoming>| {
@@ -170,7 +177,8 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve_connections(listener, app, async move {
+        // A small send queue: sendfile stops short and resumes many times.
+        let server = tokio::spawn(serve_connections(listener, app, 16 * 1024, async move {
             let _ = stopped.await;
         }));
         let cold = std::fs::File::open(dir.path().join("cold")).unwrap();

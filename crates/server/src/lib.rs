@@ -52,7 +52,9 @@ use std::sync::Arc;
 
 pub use accounts::{AccountError, Accounts};
 pub use music::{Music, MusicError};
-pub use state::{AppState, Clock, Config, ManualClock, NowPlaying, SystemClock};
+pub use state::{
+    AppState, Clock, Config, ManualClock, NowPlaying, SystemClock, DEFAULT_SEND_QUEUE,
+};
 
 /// Every API, merged, with no music folders.
 pub fn router(state: AppState) -> axum::Router {
@@ -95,9 +97,10 @@ pub async fn serve_with(
     music: Arc<Music>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let send_queue = state.config.send_queue;
     let app = router_with(state.clone(), music);
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = http::serve_connections(listener, app, async move {
+    let server = http::serve_connections(listener, app, send_queue, async move {
         shutdown.await;
         let _ = stopping_tx.send(());
     });

@@ -72,7 +72,17 @@ pub struct Config {
     /// The URL clients reach this server by, for the 1.2 handshake's
     /// submission URLs; `None` uses the request's Host header.
     pub public_url: Option<String>,
+    /// The most bytes a connection keeps queued in the kernel beyond what
+    /// the client's TCP window takes (`TCP_NOTSENT_LOWAT`); 0 leaves the
+    /// kernel's default. Without a cap a slow listener's socket holds up
+    /// to the whole send buffer (4 MiB here) of its track, and thousands
+    /// of them push the kernel into TCP memory pressure, where it drops
+    /// packets and streams stall for seconds (docs/bench-stream.md).
+    pub send_queue: u32,
 }
+
+/// [`Config::send_queue`]'s default: 128 KiB, 3 s of a 320 kbit/s stream.
+pub const DEFAULT_SEND_QUEUE: u32 = 128 * 1024;
 
 impl Default for Config {
     fn default() -> Self {
@@ -84,6 +94,7 @@ impl Default for Config {
             max_future: 3600,
             now_playing_ttl: 600,
             public_url: None,
+            send_queue: DEFAULT_SEND_QUEUE,
         }
     }
 }

@@ -38,6 +38,12 @@ pub enum Command {
         /// (io_uring falls back to psync where it is unavailable).
         #[arg(long, value_name = "ENGINE", default_value = spindle_server::stream::DEFAULT_ENGINE)]
         io_engine: String,
+        /// The most a connection keeps queued in the kernel beyond what
+        /// the client's TCP window takes, in KiB (TCP_NOTSENT_LOWAT); 0
+        /// leaves the kernel's default. The cap keeps thousands of slow
+        /// listeners from exhausting TCP memory.
+        #[arg(long, value_name = "KIB", default_value_t = spindle_server::DEFAULT_SEND_QUEUE / 1024)]
+        send_queue_kib: u32,
     },
     /// Add and refresh the audio files of music folders in the library.
     Scan(ScanArgs),

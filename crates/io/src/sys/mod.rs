@@ -247,6 +247,31 @@ pub fn send_slices(
     Ok(n as usize)
 }
 
+/// Caps the bytes a TCP socket keeps queued but not yet sent
+/// (`TCP_NOTSENT_LOWAT`): writes stop, and the socket stops polling
+/// writable, while more than `bytes` wait for the peer's window. What is in
+/// flight is not limited, so a fast peer is not slowed; a slow one no
+/// longer makes the kernel hold megabytes of a file for it.
+pub fn set_notsent_lowat(sock: std::os::fd::BorrowedFd<'_>, bytes: u32) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: setsockopt reads an int of the given size from a local that
+    // lives for the call; the descriptor is borrowed, hence open.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Asks the kernel to drop `file`'s clean pages from the page cache
 /// (`posix_fadvise(DONTNEED)`), so the next reads go to the device. Dirty
 /// or mapped pages stay; it is advice.
@@ -330,6 +355,31 @@ pub fn range_cached(file: &std::fs::File, offset: u64, len: u64) -> Option<bool>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn notsent_lowat_is_set_on_a_tcp_socket_and_refused_elsewhere() {
+        use std::os::fd::{AsFd, AsRawFd};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let sock = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        set_notsent_lowat(sock.as_fd(), 96 * 1024).unwrap();
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into the local `v`.
+        let r = unsafe {
+            libc::getsockopt(
+                sock.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_NOTSENT_LOWAT,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(r, 0);
+        assert_eq!(v, 96 * 1024);
+        // A file is not a socket: an error, not a silent no-op.
+        let f = std::fs::File::open("/proc/self/stat").unwrap();
+        assert!(set_notsent_lowat(f.as_fd(), 1).is_err());
+    }
 
     #[test]
     fn range_cached_sees_written_pages_and_not_dropped_ones() {

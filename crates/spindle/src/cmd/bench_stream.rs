@@ -484,7 +484,7 @@ fn run_in(
         // Fresh servers, so "memory before" is a server that has served one
         // file, not one whose allocator still holds the throughput runs'.
         let servers = start_all(1)?;
-        listeners_test(args, &servers, &client_cpus)?;
+        listeners_test(args, &servers, &server_cpus, &client_cpus)?;
     }
     Ok(())
 }
@@ -680,8 +680,12 @@ fn workload_name(w: &str) -> &'static str {
 fn listeners_test(
     args: &StreamArgs,
     servers: &[(Server, Vec<String>)],
+    server_cpus: &[usize],
     client_cpus: &[usize],
 ) -> anyhow::Result<()> {
+    // Unpinned, either side may use every CPU.
+    let all = spindle_io::allowed_cpus().map_or(1, |c| c.len());
+    let ncpus = |c: &[usize]| if c.is_empty() { all } else { c.len() };
     let mut rows = Vec::new();
     for (s, paths) in servers {
         eprintln!(
@@ -690,6 +694,7 @@ fn listeners_test(
             args.listen_seconds,
             s.name()
         );
+        let cpu_before = (cpu_seconds(&[std::process::id()]), cpu_seconds(&s.pids()));
         let o = listeners::run(
             s.port(),
             paths,
@@ -698,15 +703,30 @@ fn listeners_test(
             &|| s.pids(),
             client_cpus,
         )?;
+        // CPU used over the run, as a share of the CPUs each side runs on:
+        // a client near 100 % counts its own lateness as stalls.
+        let share = |secs: f64, cpus: usize| 100.0 * secs / o.secs.max(1e-9) / cpus.max(1) as f64;
+        let client_pct = share(
+            cpu_seconds(&[std::process::id()]) - cpu_before.0,
+            ncpus(client_cpus),
+        );
+        let server_pct = share(cpu_seconds(&s.pids()) - cpu_before.1, ncpus(server_cpus));
         eprintln!(
-            "   {} connected, {} stalls, {} failures, worst wait {} ms, {:.1} KiB per listener",
+            "   {} connected, {} stalls ({} at a track's start), {} failures, worst wait {} ms, {:.1} KiB per listener, CPU: server {server_pct:.0} %, client {client_pct:.0} %",
             o.connected,
             o.stalls,
+            o.start_stalls,
             o.failures,
             o.worst_wait_ms,
             o.kib_per_listener()
         );
-        rows.push((s.name(), matches!(s, Server::Spindle { .. }), o));
+        rows.push((
+            s.name(),
+            matches!(s, Server::Spindle { .. }),
+            o,
+            server_pct,
+            client_pct,
+        ));
         // Let the server settle (closed connections, freed buffers).
         std::thread::sleep(std::time::Duration::from_secs(2));
     }
@@ -715,9 +735,9 @@ fn listeners_test(
         args.listeners, args.listen_seconds
     );
     println!();
-    println!("| server | listening | stalls (>1 s without bytes) | failures | worst wait | MB/s delivered | RSS idle → peak | memory per listener | targets |");
-    println!("|---|---|---|---|---|---|---|---|---|");
-    for (name, spindle, o) in &rows {
+    println!("| server | listening | stalls (>1 s without bytes) | failures | worst wait | MB/s delivered | RSS idle → peak | memory per listener | CPU busy: server, client | targets |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (name, spindle, o, server_pct, client_pct) in &rows {
         let target = if *spindle {
             let ok = o.stalls == 0 && o.failures == 0 && o.kib_per_listener() < 64.0;
             if ok {
@@ -729,7 +749,7 @@ fn listeners_test(
             "–"
         };
         println!(
-            "| {name} | {} | {} | {} | {} ms | {:.1} | {:.1} → {:.1} MiB | {:.1} KiB | {target} |",
+            "| {name} | {} | {} | {} | {} ms | {:.1} | {:.1} → {:.1} MiB | {:.1} KiB | {server_pct:.0} %, {client_pct:.0} % | {target} |",
             o.connected,
             o.stalls,
             o.failures,
@@ -742,6 +762,9 @@ fn listeners_test(
     }
     println!();
     println!("Targets for Spindle: zero stalls, no failures, under 64 KiB of server memory per listener.");
+    if rows.iter().any(|r| r.4 > 90.0) {
+        println!("The client was busy over 90 % of its CPUs: some stalls may be its own lateness, not the server's.");
+    }
     Ok(())
 }
 

@@ -56,6 +56,7 @@ pub fn run(
     music: &[std::path::PathBuf],
     listen: &str,
     io_engine: &str,
+    send_queue_kib: u32,
 ) -> anyhow::Result<ExitCode> {
     let engine =
         spindle_server::stream::ReadEngine::parse(io_engine).map_err(anyhow::Error::msg)?;
@@ -129,7 +130,10 @@ pub fn run(
         db,
         Arc::new(accounts),
         Arc::new(listens),
-        Config::default(),
+        Config {
+            send_queue: send_queue_kib.saturating_mul(1024),
+            ..Config::default()
+        },
         Arc::new(SystemClock),
     );
     let (engine_name, fell_back) = spindle_server::stream::configure(engine)
