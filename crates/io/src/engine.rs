@@ -141,6 +141,12 @@ pub struct EngineConfig {
     /// completion ring (which the kernel thread fills without a system
     /// call) before it sleeps in the kernel; 0 sleeps at once.
     pub sqpoll_spin_us: u32,
+    /// SQPOLL: with this many requests in flight, new ones are sent by a
+    /// second, plain ring and the poller is left to sleep, until fewer than
+    /// half as many are in flight (0: always the poller). Deep queues do not
+    /// need the saved system call and the poller takes a core from the
+    /// completions (docs/io-engine.md).
+    pub sqpoll_plain_above: u32,
     /// SQPOLL: whether to poll without a spare core.
     pub sqpoll_policy: SqpollPolicy,
     /// Whether io_uring may be used at all.
@@ -153,6 +159,11 @@ pub struct EngineConfig {
 /// about two reads of a fast SSD, so that at low depth a completion is
 /// usually seen without the sleep and wake-up (see docs/io-engine.md).
 pub const DEFAULT_SQPOLL_SPIN_US: u32 = 100;
+
+/// [`EngineConfig::sqpoll_plain_above`]'s default: between depth 8, where
+/// SQPOLL was 0.94x of plain io_uring on the 2-core test machine, and 16,
+/// where it was 0.88x.
+pub const DEFAULT_SQPOLL_PLAIN_ABOVE: u32 = 12;
 
 impl EngineConfig {
     /// A config with defaults: 4 KiB buffers, buffered IO, 64 files,
@@ -168,6 +179,7 @@ impl EngineConfig {
             sqpoll_idle_ms: 2,
             sqpoll_cpu: None,
             sqpoll_spin_us: DEFAULT_SQPOLL_SPIN_US,
+            sqpoll_plain_above: DEFAULT_SQPOLL_PLAIN_ABOVE,
             sqpoll_policy: SqpollPolicy::default(),
             uring: UringPolicy::from_env(),
             submit: SubmitMode::default(),
@@ -317,6 +329,9 @@ pub struct EngineStats {
     /// SQPOLL: waits that saw their completions while watching the
     /// completion ring, without entering the kernel.
     pub sqpoll_spun: u64,
+    /// SQPOLL: requests sent by the plain ring because many were in flight
+    /// (see [`EngineConfig::sqpoll_plain_above`]).
+    pub sqpoll_plain: u64,
 }
 
 /// An IO engine: a fixed set of buffer slots, registered files, positioned

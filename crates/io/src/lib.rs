@@ -51,7 +51,8 @@ pub mod uring;
 pub use engine::{
     open, open_file, open_with_fallback, Access, Completion, EngineConfig, EngineKind, EngineStats,
     FileId, IoEngine, Op, Request, Slot, SqpollPolicy, SubmitMode, UringPolicy,
-    DEFAULT_SQPOLL_SPIN_US, MAX_BUF_SIZE, MAX_DEPTH, SPARE_CORE_CPUS, URING_ENV,
+    DEFAULT_SQPOLL_PLAIN_ABOVE, DEFAULT_SQPOLL_SPIN_US, MAX_BUF_SIZE, MAX_DEPTH, SPARE_CORE_CPUS,
+    URING_ENV,
 };
 pub use error::{BenchError, SetupError, SubmitError, WaitError};
 pub use psync::PsyncEngine;

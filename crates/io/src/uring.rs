@@ -59,6 +59,7 @@ impl UringEngine {
                     idle_ms: config.sqpoll_idle_ms,
                     cpu: config.sqpoll_cpu,
                     spin_us: config.sqpoll_spin_us,
+                    plain_above: config.sqpoll_plain_above,
                 })
             }
             EngineKind::UringSqpoll => None,
@@ -202,6 +203,7 @@ impl IoEngine for UringEngine {
         self.stats.syscalls = c.enters;
         self.stats.sqpoll_wakeups = c.wakeups;
         self.stats.sqpoll_spun = c.spun;
+        self.stats.sqpoll_plain = c.plain;
         Ok(())
     }
 
@@ -219,6 +221,7 @@ impl IoEngine for UringEngine {
             syscalls: c.enters,
             sqpoll_wakeups: c.wakeups,
             sqpoll_spun: c.spun,
+            sqpoll_plain: c.plain,
             ..self.stats
         }
     }

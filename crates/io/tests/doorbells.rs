@@ -165,3 +165,76 @@ fn sqpoll_waits_watch_the_completion_ring_before_they_sleep() {
         }
     }
 }
+
+#[test]
+fn sqpoll_hands_a_deep_queue_to_a_plain_ring_and_takes_it_back_when_shallow() {
+    let dir = common::TempDir::new("doorbell-plain-above");
+    let (path, data) = common::random_file(&dir, "data", 1 << 20, 12);
+    for (above, plain_expected) in [(8, 24), (0, 0)] {
+        let mut c = EngineConfig::new(EngineKind::UringSqpoll, 32);
+        c.uring = UringPolicy::Allow;
+        c.sqpoll_policy = spindle_io::SqpollPolicy::Always;
+        c.sqpoll_plain_above = above;
+        let mut e = open(&c).unwrap();
+        let file = e
+            .add_file(
+                open_file(&path, Access::ReadOnly, false).unwrap(),
+                Access::ReadOnly,
+            )
+            .unwrap();
+        let read = |s: usize| Request {
+            file,
+            op: Op::Read,
+            offset: s as u64 * 16384 + 512,
+            len: 4096,
+            slot: Slot(s),
+        };
+        let drain = |e: &mut Box<dyn IoEngine>, n: usize| {
+            let mut done = Vec::new();
+            while done.len() < n {
+                e.wait(n - done.len(), &mut done).unwrap();
+            }
+            for c in &done {
+                assert!(c.is_full(), "{c:?}");
+                let off = c.req.offset as usize;
+                assert_eq!(e.buf(c.req.slot).unwrap(), &data[off..off + 4096]);
+            }
+        };
+        // 32 at once: the first `above` go to the poller, the rest plainly.
+        for s in 0..32 {
+            e.submit(read(s)).unwrap();
+        }
+        drain(&mut e, 32);
+        assert_eq!(
+            e.stats().sqpoll_plain,
+            plain_expected,
+            "above {above}: {:?}",
+            e.stats()
+        );
+        // A shallow queue goes back to the poller once a wait has seen it
+        // shallow (right after a large reap a deep queue looks shallow, so
+        // the first shallow batch may still go plainly).
+        for s in 0..3 {
+            e.submit(read(s)).unwrap();
+        }
+        drain(&mut e, 3);
+        let settled = e.stats().sqpoll_plain;
+        assert!(
+            (plain_expected..=plain_expected + 3).contains(&settled),
+            "above {above}: {:?}",
+            e.stats()
+        );
+        for _ in 0..3 {
+            for s in 0..3 {
+                e.submit(read(s)).unwrap();
+            }
+            drain(&mut e, 3);
+        }
+        assert_eq!(
+            e.stats().sqpoll_plain,
+            settled,
+            "above {above}: {:?}",
+            e.stats()
+        );
+    }
+}

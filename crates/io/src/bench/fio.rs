@@ -183,6 +183,7 @@ pub fn parse(text: &str) -> Result<Measurement, BenchError> {
         seconds: runtime_ms / 1000.0,
         syscalls_per_io: 0.0,
         sqpoll_wakeups: 0,
+        sqpoll_plain_share: 0.0,
     })
 }
 

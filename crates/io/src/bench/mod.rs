@@ -91,6 +91,9 @@ pub struct BenchConfig {
     /// SQPOLL points: poll always (the default, to measure SQPOLL itself),
     /// or only with a spare core, as engines do by default.
     pub sqpoll_policy: crate::SqpollPolicy,
+    /// SQPOLL: hand deep queues to a plain ring at this many in flight
+    /// (0: never; see [`crate::EngineConfig::sqpoll_plain_above`]).
+    pub sqpoll_plain_above: u32,
     pub uring: UringPolicy,
     /// Base seed of the random offsets.
     pub seed: u64,
@@ -122,6 +125,7 @@ impl BenchConfig {
             sqpoll_cpu: None,
             sqpoll_pin: false,
             sqpoll_policy: crate::SqpollPolicy::Always,
+            sqpoll_plain_above: crate::DEFAULT_SQPOLL_PLAIN_ABOVE,
             uring: UringPolicy::from_env(),
             // A fixed seed, so two runs read the same offsets.
             seed: 0x5EED_5B1D,
@@ -184,6 +188,9 @@ pub struct Measurement {
     pub syscalls_per_io: f64,
     /// SQPOLL wake-up calls (Spindle only).
     pub sqpoll_wakeups: u64,
+    /// SQPOLL: the share of IOs the plain ring sent because the queue was
+    /// deep (Spindle only; 0 to 1).
+    pub sqpoll_plain_share: f64,
 }
 
 impl Measurement {
@@ -219,6 +226,7 @@ impl Summary {
             seconds: med(|m| m.seconds),
             syscalls_per_io: med(|m| m.syscalls_per_io),
             sqpoll_wakeups: med(|m| m.sqpoll_wakeups as f64) as u64,
+            sqpoll_plain_share: med(|m| m.sqpoll_plain_share),
         };
         let iops: Vec<f64> = rounds.iter().map(Measurement::iops).collect();
         let lo = iops.iter().cloned().fold(f64::INFINITY, f64::min);
@@ -390,6 +398,7 @@ pub fn run(
                         .clone()
                         .filter(|_| engine == EngineKind::UringSqpoll),
                     sqpoll_policy: cfg.sqpoll_policy,
+                    sqpoll_plain_above: cfg.sqpoll_plain_above,
                     uring: cfg.uring.clone(),
                 };
                 let job = fio::FioJob {

@@ -324,6 +324,24 @@ pub fn advice(r: &BenchReport) -> String {
                 }
             }
         );
+        let handed: Vec<String> = curve(r, rw, EngineKind::UringSqpoll)
+            .iter()
+            .filter(|p| p.spindle.median.sqpoll_plain_share >= 0.01)
+            .map(|p| {
+                format!(
+                    "{} ({:.0}%)",
+                    p.depth,
+                    p.spindle.median.sqpoll_plain_share * 100.0
+                )
+            })
+            .collect();
+        if !handed.is_empty() {
+            let _ = writeln!(
+                o,
+                "  uring-sqpoll sent deep queues by a plain ring (share of IOs) at depth {}: past a few requests in flight the saved system calls no longer pay for the poller's core.",
+                handed.join(", ")
+            );
+        }
     }
     let ratios: Vec<&Point> = r.points.iter().filter(|p| p.ratio.is_some()).collect();
     if !ratios.is_empty() {

@@ -35,6 +35,8 @@ pub(crate) struct PointSpec<'a> {
     /// SQPOLL: pin the kernel thread and the application.
     pub sqpoll: Option<super::SqpollPlacement>,
     pub sqpoll_policy: crate::SqpollPolicy,
+    /// See [`crate::EngineConfig::sqpoll_plain_above`].
+    pub sqpoll_plain_above: u32,
     pub uring: UringPolicy,
 }
 
@@ -46,6 +48,7 @@ struct Tally {
     read_lat: Histogram,
     syscalls: u64,
     wakeups: u64,
+    plain: u64,
 }
 
 impl Tally {
@@ -55,6 +58,7 @@ impl Tally {
         self.read_lat.merge(&o.read_lat);
         self.syscalls += o.syscalls;
         self.wakeups += o.wakeups;
+        self.plain += o.plain;
     }
 }
 
@@ -82,6 +86,7 @@ fn engine_for(
     config.sqpoll_idle_ms = spec.sqpoll_idle_ms;
     config.sqpoll_cpu = spec.sqpoll.as_ref().map(|p| p.sq_cpu);
     config.sqpoll_policy = spec.sqpoll_policy;
+    config.sqpoll_plain_above = spec.sqpoll_plain_above;
     config.uring = spec.uring.clone();
     let mut engine = crate::engine::open(&config).map_err(setup)?;
     let access = if spec.readonly {
@@ -207,6 +212,11 @@ fn measure(spec: &PointSpec<'_>, t: Tally, elapsed: Duration, cpu: Duration) -> 
             t.syscalls as f64 / ios as f64
         },
         sqpoll_wakeups: t.wakeups,
+        sqpoll_plain_share: if ios == 0 {
+            0.0
+        } else {
+            t.plain as f64 / ios as f64
+        },
     }
 }
 
@@ -288,6 +298,7 @@ fn drive(
     let stats = engine.stats();
     tally.syscalls = stats.syscalls;
     tally.wakeups = stats.sqpoll_wakeups;
+    tally.plain = stats.sqpoll_plain;
     Ok(tally)
 }
 

@@ -78,6 +78,10 @@ pub struct IobenchArgs {
     /// The CPU for the SQPOLL kernel thread (implies --sqpoll-pin).
     #[arg(long, value_name = "CPU")]
     pub sqpoll_cpu: Option<u32>,
+    /// SQPOLL: with this many reads in flight, send new ones by a plain
+    /// ring and let the poller sleep (0: always the poller, as fio does).
+    #[arg(long, value_name = "N", default_value_t = spindle_io::DEFAULT_SQPOLL_PLAIN_ABOVE)]
+    pub sqpoll_plain_above: u32,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -106,6 +110,7 @@ fn config(args: &IobenchArgs) -> anyhow::Result<BenchConfig> {
     cfg.fio_program = args.fio_bin.clone();
     cfg.sqpoll_idle_ms = args.sqpoll_idle;
     cfg.sqpoll_cpu = args.sqpoll_cpu;
+    cfg.sqpoll_plain_above = args.sqpoll_plain_above;
     if args.sqpoll_auto {
         cfg.sqpoll_policy = spindle_io::SqpollPolicy::IfSpareCore;
     }

@@ -102,6 +102,14 @@ pub struct SpindleConfig {
     pub window_max: f64,
     /// Whether the hill climber runs.
     pub adapt_window: bool,
+    /// EXPERIMENT: only first-seen tracks enter the window.
+    #[serde(default)]
+    pub window_first_only: bool,
+    /// EXPERIMENT: fast-path scale (usize::MAX = off).
+    #[serde(default)]
+    pub fast_scale: Option<usize>,
+    #[serde(default)]
+    pub fast_min: f64,
 }
 
 impl Default for SpindleConfig {
@@ -122,11 +130,21 @@ impl Default for SpindleConfig {
             threshold_every: 32_768,
             switch_margin: 0.0,
             switch_sigmas: default_switch_sigmas(),
-            window: 0.0,
+            window: envf("SP_WIN", 0.0),
             window_max: 0.5,
             adapt_window: false,
+            window_first_only: envf("SP_WINFIRST", 0.0) > 0.0,
+            fast_scale: std::env::var("SP_FAST").ok().and_then(|v| v.parse().ok()),
+            fast_min: envf("SP_FASTMIN", 1.0),
         }
     }
+}
+
+fn envf(k: &str, d: f64) -> f64 {
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(d)
 }
 
 fn default_switch_sigmas() -> f64 {
@@ -225,6 +243,7 @@ pub struct Spindle {
     tick: u64,
     climb: Climber,
     victims: Vec<u32>,
+    fresh: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -298,6 +317,7 @@ impl Spindle {
                 size_n: 0,
             },
             victims: Vec::new(),
+            fresh: false,
             cfg,
         }
     }
@@ -557,7 +577,7 @@ impl Spindle {
             // Fast path: no better than the lowest member, so no better
             // than any set of victims.
             match self.lowest_key() {
-                Some(low) if score <= low => return false,
+                Some(low) if score <= low && self.cfg.fast_scale.is_none() => return false,
                 _ => {}
             }
             self.victims.clear();
@@ -570,7 +590,20 @@ impl Spindle {
                 weighted += self.raw(v) * size as f64;
             }
             let fits = self.main_bytes - freed + size <= cap;
-            if !fits || score * freed as f64 <= weighted {
+            let fast = match self.cfg.fast_scale {
+                Some(k) if fits => {
+                    let e = &self.entries[c as usize];
+                    let ck = e.acc[k] / self.unit[k] - self.cfg.fast_min;
+                    let rk = self.rankers[self.active];
+                    let h =
+                        self.cfg.half_lives[rk.short] + rk.weight * self.cfg.half_lives[rk.long];
+                    // victims' mean rate vs candidate rate
+                    let vrate = weighted / freed as f64 / self.unit[self.short] / h;
+                    ck / self.cfg.half_lives[k] > vrate
+                }
+                _ => false,
+            };
+            if !fast && (!fits || score * freed as f64 <= weighted) {
                 for j in 0..self.victims.len() {
                     let v = self.victims[j];
                     self.heap.push(Reverse((self.key(v), v)));
@@ -729,6 +762,7 @@ impl Policy for Spindle {
     fn access_into(&mut self, id: u64, size: u64, evicted: &mut Vec<u64>) -> Outcome {
         self.advance_clock();
         let i = self.entry_for(id, size);
+        self.fresh = self.entries[i as usize].acc[SCALES - 1] / self.unit[SCALES - 1] < 0.01;
         if self.tick.is_multiple_of(self.cfg.score_every) {
             self.score(i);
         }
@@ -758,14 +792,15 @@ impl Policy for Spindle {
         } else if size > self.cap {
             Outcome::default()
         } else {
-            let admitted = if self.window_cap() >= size {
-                self.entries[i as usize].state = IN_WINDOW;
-                self.window.insert_front(id, size, 0);
-                self.rebalance(evicted);
-                self.entries[i as usize].state != NOT_HOT
-            } else {
-                self.offer_main(i, evicted)
-            };
+            let admitted =
+                if self.window_cap() >= size && (!self.cfg.window_first_only || self.fresh) {
+                    self.entries[i as usize].state = IN_WINDOW;
+                    self.window.insert_front(id, size, 0);
+                    self.rebalance(evicted);
+                    self.entries[i as usize].state != NOT_HOT
+                } else {
+                    self.offer_main(i, evicted)
+                };
             Outcome {
                 hit: false,
                 admit: admitted,
@@ -815,6 +850,77 @@ impl Policy for Spindle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[ignore]
+    fn analysis() {
+        use crate::policy::StaticSet;
+        let s: f64 = std::env::var("AN_S")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1.2);
+        let t = shifting(Synthetic {
+            tracks: 100_000,
+            requests: 5_000_000,
+            exponent: s,
+            seed: 1,
+        });
+        let cap = (t.catalogue_bytes() as f64 * 0.2) as u64;
+        let pop = t.popularity.clone().unwrap();
+        let mut st = StaticSet::from_popularity(
+            cap,
+            pop.iter()
+                .enumerate()
+                .map(|(i, &c)| (i as u64, c, t.sizes[i])),
+        );
+        let mut sp = Spindle::new(cap);
+        let mut first = vec![usize::MAX; 100_000];
+        for (i, &id) in t.ids.iter().enumerate() {
+            if first[id as usize] == usize::MAX {
+                first[id as usize] = i;
+            }
+        }
+        // categories: [static&spindle hit, static only, spindle only]; split by first req / release-ish / other, and phase
+        let mut m = std::collections::BTreeMap::<String, f64>::new();
+        let mut seen = vec![0u32; 100_000];
+        let mut ev = Vec::new();
+        let mut total = 0f64;
+        for (i, &id) in t.ids.iter().enumerate() {
+            let sz = t.sizes[id as usize] as f64;
+            total += sz;
+            let a = st
+                .access_into(u64::from(id), t.sizes[id as usize], &mut ev)
+                .hit;
+            ev.clear();
+            let b = sp
+                .access_into(u64::from(id), t.sizes[id as usize], &mut ev)
+                .hit;
+            ev.clear();
+            let n = seen[id as usize];
+            seen[id as usize] += 1;
+            let rel = if first[id as usize] > 200_000 {
+                "late"
+            } else {
+                "early"
+            };
+            let nth = match n {
+                0 => "1st",
+                1 => "2nd",
+                2..=4 => "3-5",
+                _ => "6+",
+            };
+            let phase = if i < 1_000_000 { "warm" } else { "steady" };
+            let k = match (a, b) {
+                (true, false) => "static-only",
+                (false, true) => "spindle-only",
+                _ => continue,
+            };
+            *m.entry(format!("{k} {phase} {rel} {nth}")).or_default() += sz;
+        }
+        for (k, v) in &m {
+            println!("{k:40} {:.3}", v / total * 100.0);
+        }
+    }
     use crate::sim::workload::{shifting, stationary, Synthetic};
 
     #[test]
