@@ -32,7 +32,7 @@ pub use lru::Lru;
 pub use pinned::Pinned;
 pub use s3fifo::S3Fifo;
 pub use sketch::FrequencySketch;
-pub use spindle::{Spindle, SpindleConfig, SpindleState};
+pub use spindle::{FreshState, Spindle, SpindleConfig, SpindleState};
 pub use static_set::StaticSet;
 pub use wtinylfu::WTinyLfu;
 
