@@ -160,10 +160,11 @@ pub struct EngineConfig {
 /// usually seen without the sleep and wake-up (see docs/io-engine.md).
 pub const DEFAULT_SQPOLL_SPIN_US: u32 = 100;
 
-/// [`EngineConfig::sqpoll_plain_above`]'s default: between depth 8, where
-/// SQPOLL was 0.94x of plain io_uring on the 2-core test machine, and 16,
-/// where it was 0.88x.
-pub const DEFAULT_SQPOLL_PLAIN_ABOVE: u32 = 12;
+/// [`EngineConfig::sqpoll_plain_above`]'s default. On the 2-core test
+/// machine SQPOLL read at 1.03-1.13x of plain io_uring at depth 4 and at
+/// 0.85-0.94x at depth 8 (three sweeps), so from 8 reads in flight the
+/// plain ring sends them.
+pub const DEFAULT_SQPOLL_PLAIN_ABOVE: u32 = 8;
 
 impl EngineConfig {
     /// A config with defaults: 4 KiB buffers, buffered IO, 64 files,
