@@ -83,9 +83,9 @@ const SPIN_MAX_IN_FLIGHT: usize = 16;
 /// wait finds fewer than half that in flight, they go back to the poller.
 struct Plain {
     ring: IoUring,
-    /// Requests pushed to this ring and not yet reaped.
+    /// Requests pushed to this ring and not yet reaped (each is submitted
+    /// as it is pushed).
     n_in_flight: usize,
-    unsubmitted: usize,
     /// Switch to this ring at this many in flight, back below half.
     above: usize,
     /// Whether new requests go here now.
@@ -151,7 +151,6 @@ impl SlotRing {
             Some(s) if s.plain_above > 0 => Some(Plain {
                 ring: plain_ring()?,
                 n_in_flight: 0,
-                unsubmitted: 0,
                 above: s.plain_above as usize,
                 active: false,
             }),
@@ -275,19 +274,16 @@ impl SlotRing {
                         Ok(()) => break,
                         Err(_) => {
                             p.ring.submitter().submit().map_err(PushError::Io)?;
-                            p.unsubmitted = 0;
                         }
                     }
                 }
                 self.in_flight[slot] = true;
                 self.n_in_flight += 1;
                 p.n_in_flight += 1;
-                p.unsubmitted += 1;
                 self.counters.plain += 1;
                 // As plain eager mode: others are in flight, so send it now.
                 self.counters.enters += 1;
                 retry_eintr(|| p.ring.submitter().submit()).map_err(PushError::Io)?;
-                p.unsubmitted = 0;
                 return Ok(());
             }
         }
@@ -323,13 +319,6 @@ impl SlotRing {
     /// call only when the kernel thread has gone to sleep (NEED_WAKEUP): the
     /// doorbell is rung only when the other side says it must be.
     pub fn flush(&mut self) -> io::Result<()> {
-        if let Some(p) = &mut self.plain {
-            if p.unsubmitted > 0 {
-                self.counters.enters += 1;
-                retry_eintr(|| p.ring.submitter().submit())?;
-                p.unsubmitted = 0;
-            }
-        }
         if self.unsubmitted == 0 {
             return Ok(());
         }
@@ -374,7 +363,7 @@ impl SlotRing {
             let want = (min - ready).min(p.n_in_flight - plain_ready);
             self.counters.enters += 1;
             match retry_eintr(|| p.ring.submitter().submit_and_wait(want)) {
-                Ok(_) => p.unsubmitted = 0,
+                Ok(_) => {}
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => return Ok(()),
                 Err(e) => return Err(e),
             }
