@@ -156,15 +156,21 @@ pub struct EngineConfig {
 }
 
 /// How long an SQPOLL wait watches the completion ring before sleeping:
-/// about two reads of a fast SSD, so that at low depth a completion is
-/// usually seen without the sleep and wake-up (see docs/io-engine.md).
-pub const DEFAULT_SQPOLL_SPIN_US: u32 = 100;
+/// longer than nearly every read of the test machine's virtual disk takes
+/// at depth 8 (p99 ~250 µs), so that a completion is seen without the
+/// sleep and wake-up. At 100 µs, 6 % of the waits at depth 8 slept and
+/// SQPOLL read at 0.84x fio's (which never sleeps); at 1 ms, 0.98x
+/// (docs/io-engine.md). SQPOLL engines poll only with a spare core, so
+/// the watch takes no CPU the rest of the machine needs.
+pub const DEFAULT_SQPOLL_SPIN_US: u32 = 1000;
 
 /// [`EngineConfig::sqpoll_plain_above`]'s default. On the 2-core test
-/// machine SQPOLL read at 1.03-1.13x of plain io_uring at depth 4 and at
-/// 0.85-0.94x at depth 8 (three sweeps), so from 8 reads in flight the
-/// plain ring sends them.
-pub const DEFAULT_SQPOLL_PLAIN_ABOVE: u32 = 8;
+/// machine, with the engines interleaved within each depth and waits that
+/// watch the completion ring for 1 ms, SQPOLL read at 1.29x, 1.15x and
+/// 1.06x of plain io_uring at depths 4, 8 and 16 and at 0.82x at 32
+/// (where waits no longer watch the ring: they do with at most 16 in
+/// flight), so from 24 reads in flight the plain ring sends them.
+pub const DEFAULT_SQPOLL_PLAIN_ABOVE: u32 = 24;
 
 impl EngineConfig {
     /// A config with defaults: 4 KiB buffers, buffered IO, 64 files,

@@ -94,6 +94,8 @@ pub struct BenchConfig {
     /// SQPOLL: hand deep queues to a plain ring at this many in flight
     /// (0: never; see [`crate::EngineConfig::sqpoll_plain_above`]).
     pub sqpoll_plain_above: u32,
+    /// See [`crate::EngineConfig::sqpoll_spin_us`].
+    pub sqpoll_spin_us: u32,
     pub uring: UringPolicy,
     /// Base seed of the random offsets.
     pub seed: u64,
@@ -126,6 +128,7 @@ impl BenchConfig {
             sqpoll_pin: false,
             sqpoll_policy: crate::SqpollPolicy::Always,
             sqpoll_plain_above: crate::DEFAULT_SQPOLL_PLAIN_ABOVE,
+            sqpoll_spin_us: crate::DEFAULT_SQPOLL_SPIN_US,
             uring: UringPolicy::from_env(),
             // A fixed seed, so two runs read the same offsets.
             seed: 0x5EED_5B1D,
@@ -377,56 +380,74 @@ pub fn run(
                 .join(",")
         )));
     }
+    // Engines are interleaved within a point (every engine's round r runs
+    // before any engine's round r + 1, in an order that rotates), so the
+    // engines of one depth are compared on the same minutes of a shared
+    // disk: run one engine's depths after another's, and a ratio between
+    // them carries whatever the disk did meanwhile.
     let mut points = Vec::new();
     for &rw in &cfg.rws {
-        for &engine in &engines {
-            for &depth in &cfg.depths {
-                let spec = workload::PointSpec {
-                    path: file.path(),
-                    readonly: file.readonly(),
-                    direct: cfg.direct,
-                    engine,
-                    depth,
-                    rw,
-                    mix: cfg.mix,
-                    bs: cfg.bs,
-                    blocks,
-                    runtime: cfg.runtime,
-                    seed: cfg.seed ^ depth as u64,
-                    sqpoll_idle_ms: cfg.sqpoll_idle_ms,
-                    sqpoll: placement
-                        .clone()
-                        .filter(|_| engine == EngineKind::UringSqpoll),
-                    sqpoll_policy: cfg.sqpoll_policy,
-                    sqpoll_plain_above: cfg.sqpoll_plain_above,
-                    uring: cfg.uring.clone(),
-                };
-                let job = fio::FioJob {
-                    program: &cfg.fio_program,
-                    path: file.path(),
-                    size,
-                    bs: cfg.bs,
-                    rw,
-                    mix: cfg.mix,
-                    depth,
-                    engine,
-                    direct: cfg.direct,
-                    runtime: cfg.runtime,
-                    readonly: file.readonly(),
-                    sqpoll: placement
-                        .as_ref()
-                        .filter(|_| engine == EngineKind::UringSqpoll),
-                };
-                let mut ours = Vec::new();
-                let mut theirs = Vec::new();
-                for round in 0..cfg.rounds {
+        for &depth in &cfg.depths {
+            let mut runs: Vec<(
+                workload::PointSpec<'_>,
+                fio::FioJob<'_>,
+                Vec<Measurement>,
+                Vec<Measurement>,
+            )> = engines
+                .iter()
+                .map(|&engine| {
+                    let spec = workload::PointSpec {
+                        path: file.path(),
+                        readonly: file.readonly(),
+                        direct: cfg.direct,
+                        engine,
+                        depth,
+                        rw,
+                        mix: cfg.mix,
+                        bs: cfg.bs,
+                        blocks,
+                        runtime: cfg.runtime,
+                        seed: cfg.seed ^ depth as u64,
+                        sqpoll_idle_ms: cfg.sqpoll_idle_ms,
+                        sqpoll: placement
+                            .clone()
+                            .filter(|_| engine == EngineKind::UringSqpoll),
+                        sqpoll_policy: cfg.sqpoll_policy,
+                        sqpoll_plain_above: cfg.sqpoll_plain_above,
+                        sqpoll_spin_us: cfg.sqpoll_spin_us,
+                        uring: cfg.uring.clone(),
+                    };
+                    let job = fio::FioJob {
+                        program: &cfg.fio_program,
+                        path: file.path(),
+                        size,
+                        bs: cfg.bs,
+                        rw,
+                        mix: cfg.mix,
+                        depth,
+                        engine,
+                        direct: cfg.direct,
+                        runtime: cfg.runtime,
+                        readonly: file.readonly(),
+                        sqpoll: placement
+                            .as_ref()
+                            .filter(|_| engine == EngineKind::UringSqpoll),
+                    };
+                    (spec, job, Vec::new(), Vec::new())
+                })
+                .collect();
+            for round in 0..cfg.rounds {
+                let n = runs.len();
+                for k in 0..n {
+                    let (spec, job, ours, theirs) = &mut runs[(k + round) % n];
+                    let engine = spec.engine;
                     // Alternate who goes first, so neither always runs on a
                     // disk the other just warmed or left busy.
                     let fio_first = cfg.fio && round % 2 == 1;
                     if fio_first {
-                        theirs.push(fio::run(&job)?);
+                        theirs.push(fio::run(job)?);
                     }
-                    let m = workload::run_point(&spec)?;
+                    let m = workload::run_point(spec)?;
                     progress(Progress::Measured {
                         rw,
                         engine,
@@ -437,7 +458,7 @@ pub fn run(
                     });
                     ours.push(m);
                     if cfg.fio && !fio_first {
-                        theirs.push(fio::run(&job)?);
+                        theirs.push(fio::run(job)?);
                     }
                     if let Some(m) = theirs.last().filter(|_| cfg.fio) {
                         progress(Progress::Measured {
@@ -450,6 +471,8 @@ pub fn run(
                         });
                     }
                 }
+            }
+            for (spec, _, ours, theirs) in runs {
                 let spindle = Summary::of(ours);
                 let fio = cfg.fio.then(|| Summary::of(theirs));
                 let ratio = fio
@@ -458,7 +481,7 @@ pub fn run(
                     .map(|f| spindle.median.iops() / f.median.iops());
                 points.push(Point {
                     rw,
-                    engine,
+                    engine: spec.engine,
                     depth,
                     spindle,
                     fio,
@@ -467,6 +490,14 @@ pub fn run(
             }
         }
     }
+    // Reported engine by engine, each one's depths in order.
+    points.sort_by_key(|p| {
+        (
+            cfg.rws.iter().position(|&r| r == p.rw),
+            engines.iter().position(|&e| e == p.engine),
+            cfg.depths.iter().position(|&d| d == p.depth),
+        )
+    });
     let (cpu_pressure_pct, io_pressure_pct) =
         device::PressureTotals::now().since(&pressure0, started.elapsed().as_micros() as u64);
     let report = BenchReport {

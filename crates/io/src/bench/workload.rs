@@ -37,6 +37,8 @@ pub(crate) struct PointSpec<'a> {
     pub sqpoll_policy: crate::SqpollPolicy,
     /// See [`crate::EngineConfig::sqpoll_plain_above`].
     pub sqpoll_plain_above: u32,
+    /// See [`crate::EngineConfig::sqpoll_spin_us`].
+    pub sqpoll_spin_us: u32,
     pub uring: UringPolicy,
 }
 
@@ -87,6 +89,7 @@ fn engine_for(
     config.sqpoll_cpu = spec.sqpoll.as_ref().map(|p| p.sq_cpu);
     config.sqpoll_policy = spec.sqpoll_policy;
     config.sqpoll_plain_above = spec.sqpoll_plain_above;
+    config.sqpoll_spin_us = spec.sqpoll_spin_us;
     config.uring = spec.uring.clone();
     let mut engine = crate::engine::open(&config).map_err(setup)?;
     let access = if spec.readonly {

@@ -78,6 +78,10 @@ pub struct IobenchArgs {
     /// The CPU for the SQPOLL kernel thread (implies --sqpoll-pin).
     #[arg(long, value_name = "CPU")]
     pub sqpoll_cpu: Option<u32>,
+    /// SQPOLL: microseconds a wait watches the completion ring before it
+    /// sleeps in the kernel (0: sleep at once).
+    #[arg(long, value_name = "US", default_value_t = spindle_io::DEFAULT_SQPOLL_SPIN_US)]
+    pub sqpoll_spin_us: u32,
     /// SQPOLL: with this many reads in flight, send new ones by a plain
     /// ring and let the poller sleep (0: always the poller, as fio does).
     #[arg(long, value_name = "N", default_value_t = spindle_io::DEFAULT_SQPOLL_PLAIN_ABOVE)]
@@ -111,6 +115,7 @@ fn config(args: &IobenchArgs) -> anyhow::Result<BenchConfig> {
     cfg.sqpoll_idle_ms = args.sqpoll_idle;
     cfg.sqpoll_cpu = args.sqpoll_cpu;
     cfg.sqpoll_plain_above = args.sqpoll_plain_above;
+    cfg.sqpoll_spin_us = args.sqpoll_spin_us;
     if args.sqpoll_auto {
         cfg.sqpoll_policy = spindle_io::SqpollPolicy::IfSpareCore;
     }
