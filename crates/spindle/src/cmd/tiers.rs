@@ -33,6 +33,12 @@ pub struct SimulateArgs {
     /// Seed of the synthetic catalogue and traces.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Plays of listening history before each synthetic trace, drawn from
+    /// the popularity of that time and replayed into the policies that
+    /// count popularity, as `spindle serve` replays its listens at start
+    /// [default: a fifth of --requests; 0: a cold start with no history].
+    #[arg(long, value_name = "PLAYS")]
+    pub history: Option<usize>,
     /// Zipf exponents of the synthetic traces.
     #[arg(long, value_delimiter = ',', default_value = "0.6,0.8,1.0,1.2")]
     pub exponents: Vec<f64>,
@@ -131,14 +137,16 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
     }
     let expected = jobs.len() + usize::from(replayed.is_some());
     eprintln!(
-        "simulating {} policies × {} hot-tier sizes × {expected} traces ({} tracks, {} requests each, seed {}) on {threads} threads",
+        "simulating {} policies × {} hot-tier sizes × {expected} traces ({} tracks, {} requests each after {} plays of listening history, seed {}) on {threads} threads",
         policies.len(),
         capacities.len(),
         tracks,
         requests,
+        args.history.unwrap_or(requests / 5),
         args.seed
     );
     let seed = args.seed;
+    let history = args.history.unwrap_or(requests / 5);
     let traces = jobs
         .into_iter()
         .map(move |(w, s)| {
@@ -147,6 +155,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
                 requests,
                 exponent: s,
                 seed,
+                history,
             };
             if w == "stationary" {
                 sim::workload::stationary(p)
@@ -194,7 +203,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
                 if w == "replay" {
                     String::new()
                 } else {
-                    format!(" ({tracks} tracks, {requests} requests, seed {seed})")
+                    format!(" ({tracks} tracks, {requests} requests after {history} plays of history, seed {seed})")
                 }
             );
             if let Some(svg) = chart::svg(&cells, w, &title) {
@@ -209,6 +218,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
     let json = serde_json::json!({
         "tracks": tracks,
         "requests": requests,
+        "history": history,
         "seed": seed,
         "seconds": elapsed,
         "cells": cells,

@@ -1095,6 +1095,7 @@ mod tests {
             requests: 400_000,
             exponent: 1.0,
             seed: 11,
+            history: 0,
         };
         let run = |t: &crate::sim::Trace| {
             let cap = t.catalogue_bytes() / 5;
@@ -1126,6 +1127,7 @@ mod tests {
             requests: 400_000,
             exponent: 1.2,
             seed: 11,
+            history: 0,
         };
         let run = |t: &crate::sim::Trace| {
             let cap = t.catalogue_bytes() / 100;

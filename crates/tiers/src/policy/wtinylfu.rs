@@ -188,6 +188,12 @@ impl Policy for WTinyLfu {
         }
     }
 
+    /// A listen from the history counts once in the sketch, as a request
+    /// does (the sketch has no weights; its periodic halving ages it).
+    fn record_listen(&mut self, id: u64, _weight: f64) {
+        self.sketch.increment(id);
+    }
+
     fn remove(&mut self, id: u64) -> bool {
         match self.a.find(id) {
             Some(i) => {

@@ -102,6 +102,7 @@ pub fn read(r: impl BufRead) -> Result<Trace, ReplayError> {
         sizes,
         sent: any_sent.then_some(sent),
         popularity: None,
+        history: Vec::new(),
     })
 }
 

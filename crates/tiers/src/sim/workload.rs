@@ -36,6 +36,12 @@ pub struct Trace {
     /// The true expected number of requests of each track over the whole
     /// trace (synthetic traces only): what the static oracle ranks by.
     pub popularity: Option<Vec<f64>>,
+    /// The listening history: plays of the time before the trace, oldest
+    /// first, drawn from the same popularity as it stood then (synthetic
+    /// traces with [`Synthetic::history`] only). Policies hear of them as a
+    /// server replays its listens at start; they are not requests and are
+    /// not counted in any ratio.
+    pub history: Vec<u32>,
 }
 
 impl Trace {
@@ -67,6 +73,8 @@ pub struct Synthetic {
     pub requests: usize,
     pub exponent: f64,
     pub seed: u64,
+    /// Plays of listening history before the trace (0: none, a cold start).
+    pub history: usize,
 }
 
 /// A seed derived from the run's seed and what is being generated, so
@@ -140,6 +148,11 @@ pub fn stationary(p: Synthetic) -> Trace {
         popularity[order[r] as usize] = (c - prev) / total * p.requests as f64;
         prev = c;
     }
+    // Drawn apart, so a trace is the same with or without a history.
+    let mut hrng = SmallRng::seed_from_u64(derive_seed(p.seed, "stationary-history", p.exponent));
+    let history = (0..p.history)
+        .map(|_| order[draw_rank(&cdf, p.tracks, &mut hrng)])
+        .collect();
     Trace {
         workload: "stationary".into(),
         exponent: Some(p.exponent),
@@ -147,6 +160,7 @@ pub fn stationary(p: Synthetic) -> Trace {
         sizes,
         sent: None,
         popularity: Some(popularity),
+        history,
     }
 }
 
@@ -176,6 +190,7 @@ pub fn shifting(p: Synthetic) -> Trace {
         .enumerate()
         .map(|(r, &t)| (t, -((r + 1) as f64).ln(), f64::NAN))
         .collect();
+    let history = shifting_history(&p, &live, &cdf);
     let mut upcoming = order[n_old..].iter().copied();
     let epochs = EPOCHS.min(p.requests.max(1));
     let fade = std::f64::consts::LN_2 / RELEASE_HALVING_EPOCHS;
@@ -225,7 +240,39 @@ pub fn shifting(p: Synthetic) -> Trace {
         sizes,
         sent: None,
         popularity: Some(popularity),
+        history,
     }
+}
+
+/// The plays before a shifting trace: the back catalogue as it stood at
+/// the start, walked backwards epoch by epoch (the same random walk, whose
+/// steps are as likely backwards as forwards), `p.history` plays in
+/// epochs as long as the trace's, oldest first. New releases have none.
+fn shifting_history(p: &Synthetic, start: &[(u32, f64, f64)], cdf: &[f64]) -> Vec<u32> {
+    if p.history == 0 || start.is_empty() {
+        return Vec::new();
+    }
+    let mut rng = SmallRng::seed_from_u64(derive_seed(p.seed, "shifting-history", p.exponent));
+    let per_epoch = (p.requests / EPOCHS.min(p.requests.max(1))).max(1);
+    let mut live: Vec<(u32, f64)> = start.iter().map(|&(t, s, _)| (t, s)).collect();
+    let n = live.len();
+    // Newest epoch first; reversed at the end.
+    let mut epochs: Vec<Vec<u32>> = Vec::new();
+    let mut left = p.history;
+    while left > 0 {
+        for (_, score) in &mut live {
+            *score += DRIFT * normal(&mut rng);
+        }
+        live.sort_unstable_by(|a, b| b.1.total_cmp(&a.1));
+        let k = per_epoch.min(left);
+        epochs.push(
+            (0..k)
+                .map(|_| live[draw_rank(cdf, n, &mut rng)].0)
+                .collect(),
+        );
+        left -= k;
+    }
+    epochs.into_iter().rev().flatten().collect()
 }
 
 #[cfg(test)]
@@ -251,6 +298,7 @@ mod tests {
             requests: 200_000,
             exponent: 1.0,
             seed: 3,
+            history: 0,
         };
         let t = stationary(p);
         let mut c = t.counts();
@@ -263,12 +311,96 @@ mod tests {
     }
 
     #[test]
+    fn a_history_comes_from_the_same_popularity_and_leaves_the_trace_alone() {
+        let p = Synthetic {
+            tracks: 1000,
+            requests: 100_000,
+            exponent: 1.0,
+            seed: 3,
+            history: 0,
+        };
+        let plain = stationary(p);
+        let with = stationary(Synthetic {
+            history: 50_000,
+            ..p
+        });
+        assert!(plain.history.is_empty());
+        assert_eq!(with.ids, plain.ids, "the history changed the trace");
+        assert_eq!(with.history.len(), 50_000);
+        // The history's most played track is the trace's, with its share.
+        let mut h = vec![0u32; 1000];
+        for &id in &with.history {
+            h[id as usize] += 1;
+        }
+        let c = plain.counts();
+        let top_trace = (0..1000).max_by_key(|&i| c[i]).unwrap_or(0);
+        let top_history = (0..1000).max_by_key(|&i| h[i]).unwrap_or(0);
+        assert_eq!(top_trace, top_history);
+        let share = f64::from(h[top_history]) / 50_000.0;
+        assert!((share - 0.1336).abs() < 0.006, "{share}");
+
+        // Shifting: the back catalogue only (releases come out during the
+        // run), and what was popular just before the run is still played
+        // at its start far more than the releases not yet out.
+        let p = Synthetic {
+            tracks: 10_000,
+            requests: 400_000,
+            exponent: 1.0,
+            seed: 5,
+            history: 80_000,
+        };
+        let t = shifting(p);
+        assert_eq!(t.ids, shifting(Synthetic { history: 0, ..p }).ids);
+        assert_eq!(t.history.len(), 80_000);
+        let mut first = vec![usize::MAX; 10_000];
+        for (i, &id) in t.ids.iter().enumerate() {
+            if first[id as usize] == usize::MAX {
+                first[id as usize] = i;
+            }
+        }
+        let mut played = vec![false; 10_000];
+        for &id in &t.history {
+            played[id as usize] = true;
+        }
+        // Tracks first requested in the trace's second half and then
+        // requested often are releases (the back catalogue's tail is
+        // first requested late too, but rarely): hardly any has a history
+        // play.
+        let c = t.counts();
+        let late: Vec<usize> = (0..10_000)
+            .filter(|&i| first[i] != usize::MAX && first[i] > 200_000 && c[i] >= 20)
+            .collect();
+        assert!(late.len() > 50, "{} late hits", late.len());
+        let late_played = late.iter().filter(|&&i| played[i]).count();
+        assert!(
+            late_played * 10 < late.len(),
+            "{late_played} of {}",
+            late.len()
+        );
+        // The history's 100 most played tracks take a large share of the
+        // trace's first epoch.
+        let mut h = vec![0u32; 10_000];
+        for &id in &t.history {
+            h[id as usize] += 1;
+        }
+        let mut by = (0..10_000).collect::<Vec<usize>>();
+        by.sort_by_key(|&i| std::cmp::Reverse(h[i]));
+        let top: std::collections::HashSet<usize> = by[..100].iter().copied().collect();
+        let early = t.ids[..4_000]
+            .iter()
+            .filter(|&&id| top.contains(&(id as usize)))
+            .count();
+        assert!(early > 1_500, "{early} of 4,000");
+    }
+
+    #[test]
     fn shifting_releases_new_tracks_that_climb_then_fade() {
         let p = Synthetic {
             tracks: 10_000,
             requests: 400_000,
             exponent: 1.0,
             seed: 5,
+            history: 0,
         };
         let t = shifting(p);
         assert_eq!(t.ids.len(), 400_000);
