@@ -28,6 +28,12 @@ pub trait HotPolicy: Send {
     /// A play from the listening history (weight: how many), raising the
     /// track's popularity without a stream request.
     fn record_listen(&mut self, _id: u64, _weight: f64) {}
+    /// Fills free hot bytes with the most popular tracks known without a
+    /// request (see [`crate::policy::Policy::prefill`]); returns the ids
+    /// to promote.
+    fn prefill(&mut self, _size_of: &mut dyn FnMut(u64) -> Option<u64>) -> Vec<u64> {
+        Vec::new()
+    }
     /// Sets the bytes the policy may keep hot: the hot budget less what
     /// the pins hold. Returns the ids that no longer fit (to demote).
     fn set_budget(&mut self, bytes: u64) -> Vec<u64>;
@@ -53,6 +59,12 @@ impl<P: crate::policy::Policy + Send> HotPolicy for FromPolicy<P> {
 
     fn record_listen(&mut self, id: u64, weight: f64) {
         self.0.record_listen(id, weight);
+    }
+
+    fn prefill(&mut self, size_of: &mut dyn FnMut(u64) -> Option<u64>) -> Vec<u64> {
+        let mut admitted = Vec::new();
+        self.0.prefill(size_of, &mut admitted);
+        admitted
     }
 
     fn set_budget(&mut self, bytes: u64) -> Vec<u64> {

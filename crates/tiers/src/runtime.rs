@@ -778,6 +778,35 @@ impl Tiers {
             .record_listen(id, weight);
     }
 
+    /// Fills the hot tier's free bytes with the tracks the policy counts
+    /// most popular without a stream request: call after replaying the
+    /// listening history, so a new or emptied hot folder starts with what
+    /// the history says is played most instead of waiting for requests.
+    /// Only free bytes (nothing hot is demoted); promotion runs in the
+    /// background at the usual bounded bandwidth. Reads tracks' lengths
+    /// (a stat of the music folder): call from a blocking thread. Returns
+    /// how many tracks were queued for promotion.
+    pub fn prefill_hot(&self) -> usize {
+        if self.hot.is_none() {
+            return 0;
+        }
+        let ids = lock(&self.ids).clone();
+        let pinned: HashSet<String> = lock(&self.pinned).keys().cloned().collect();
+        let admitted = lock(&self.policy).prefill(&mut |id| {
+            let t = ids.get(&id)?;
+            if pinned.contains(&t.key) {
+                return None;
+            }
+            self.known_len(t)
+        });
+        for id in &admitted {
+            if let Some(t) = ids.get(id) {
+                self.send(Job::Promote(t.clone()));
+            }
+        }
+        admitted.len()
+    }
+
     /// Replaces the pinned tracks. In the order given, as long as their
     /// bytes fit the hot budget, they are promoted and never demoted by
     /// the policy; the policy's budget becomes the hot budget less their
@@ -1811,6 +1840,75 @@ mod tests {
         let st = tiers.status();
         assert_eq!(st.hot.as_ref().unwrap().pinned_bytes, 0);
         assert!(hot.used() <= budget);
+    }
+
+    #[tokio::test]
+    async fn the_listening_history_fills_an_empty_hot_tier_before_any_request() {
+        use crate::config::HotConfig;
+        use crate::placement::FromPolicy;
+        let d = tempfile::tempdir().unwrap();
+        let music = d.path().join("music");
+        std::fs::create_dir_all(music.join("T")).unwrap();
+        for i in 0..10u8 {
+            std::fs::write(music.join(format!("T/{i:02}.flac")), vec![i; 100_000]).unwrap();
+        }
+        // Room for three tracks and a half.
+        let budget = 350_000;
+        let cfg = TiersConfig {
+            hot: Some(HotConfig {
+                path: d.path().join("hot"),
+                budget,
+            }),
+            ..TiersConfig::default()
+        };
+        let tiers = Arc::new(
+            Tiers::new(
+                cfg,
+                std::slice::from_ref(&music),
+                &d.path().join("data"),
+                Box::new(FromPolicy(crate::policy::Spindle::new(budget))),
+            )
+            .unwrap(),
+        );
+        tiers.start_background();
+        let t = |i: usize| TrackRef {
+            key: format!("T/{i:02}.flac"),
+            folder: Some(0),
+        };
+        // Track i was played i times; 9 is pinned, so it is hot already
+        // and its bytes are the pins'.
+        tiers.set_pinned(vec![t(9)]);
+        for i in 1..10 {
+            tiers.record_listen(&t(i), i as f64);
+        }
+        let queued = tokio::task::spawn_blocking({
+            let tiers = tiers.clone();
+            move || tiers.prefill_hot()
+        })
+        .await
+        .unwrap();
+        assert_eq!(queued, 2, "the pin leaves room for two");
+        tiers.idle().await;
+        let hot = tiers.hot().unwrap().clone();
+        let hot_now: Vec<usize> = (0..10)
+            .filter(|&i| hot.contains(&t(i).key).is_some())
+            .collect();
+        assert_eq!(hot_now, [7, 8, 9]);
+        let (shard, name) = crate::hot::object_name(&t(8).key);
+        assert_eq!(
+            std::fs::read(hot.root().join("objects").join(shard).join(name)).unwrap(),
+            vec![8u8; 100_000]
+        );
+        // Full now: a second call promotes nothing and demotes nothing.
+        let again = tokio::task::spawn_blocking({
+            let tiers = tiers.clone();
+            move || tiers.prefill_hot()
+        })
+        .await
+        .unwrap();
+        assert_eq!(again, 0);
+        let st = tiers.status();
+        assert_eq!(st.hot.as_ref().unwrap().promote_failures, 0);
     }
 
     #[tokio::test]

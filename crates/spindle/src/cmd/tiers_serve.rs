@@ -64,6 +64,14 @@ pub fn load(data_dir: &Path, roots: &[PathBuf]) -> anyhow::Result<Option<Arc<Tie
     Ok(Some(Arc::new(tiers)))
 }
 
+/// Fills the hot tier's free space from the popularity just replayed.
+fn prefill(t: &Tiers) {
+    let n = t.prefill_hot();
+    if n > 0 {
+        eprintln!("spindle: tiers: promoting {n} tracks the history plays most into the hot tier's free space");
+    }
+}
+
 /// Starts the background work, feeds every accepted scrobble to the
 /// policy, replays the recent listening history into it once, and
 /// watches the pins; call inside the runtime.
@@ -85,6 +93,7 @@ pub fn start(tiers: &Arc<Tiers>, state: &AppState, roots: Vec<PathBuf>, data_dir
                     spindle_server::scrobble::REPLAY_DAYS,
                     r.tracks
                 );
+                prefill(&t);
                 return;
             }
             let lib = db.read();
@@ -100,6 +109,7 @@ pub fn start(tiers: &Arc<Tiers>, state: &AppState, roots: Vec<PathBuf>, data_dir
                     t.record_listen(&track, plays);
                 }
             }
+            prefill(&t);
         });
     }
     let pins = spindle_tiers::pins::pins_path(data_dir);

@@ -98,6 +98,15 @@ pub trait Policy {
     /// popularity ignore it.
     fn record_listen(&mut self, _id: u64, _weight: f64) {}
 
+    /// Fills the budget's free bytes, without a request, with the tracks
+    /// the policy counts most popular (after the listening history has
+    /// been replayed into an empty hot tier: space left empty serves
+    /// nothing). Only free bytes: nothing hot is displaced. `size_of`
+    /// gives a track's size (`None`: leave it out). Pushes the ids made
+    /// hot onto `admitted`. Policies without counts of their own do
+    /// nothing.
+    fn prefill(&mut self, _size_of: &mut dyn FnMut(u64) -> Option<u64>, _admitted: &mut Vec<u64>) {}
+
     /// Forgets `id` (the file changed or left the library). Returns whether
     /// it was hot, i.e. whether its hot copy must go.
     fn remove(&mut self, id: u64) -> bool;
@@ -127,6 +136,9 @@ impl<P: Policy + ?Sized> Policy for Box<P> {
     }
     fn record_listen(&mut self, id: u64, weight: f64) {
         (**self).record_listen(id, weight)
+    }
+    fn prefill(&mut self, size_of: &mut dyn FnMut(u64) -> Option<u64>, admitted: &mut Vec<u64>) {
+        (**self).prefill(size_of, admitted)
     }
     fn remove(&mut self, id: u64) -> bool {
         (**self).remove(id)

@@ -104,6 +104,21 @@ impl<P: Policy> Policy for Pinned<P> {
         self.inner.record_listen(id, weight)
     }
 
+    /// Pinned tracks are hot already: the inner policy leaves them out.
+    fn prefill(&mut self, size_of: &mut dyn FnMut(u64) -> Option<u64>, admitted: &mut Vec<u64>) {
+        let pins = &self.pins;
+        self.inner.prefill(
+            &mut |id| {
+                if pins.contains_key(&id) {
+                    None
+                } else {
+                    size_of(id)
+                }
+            },
+            admitted,
+        )
+    }
+
     fn remove(&mut self, id: u64) -> bool {
         if let Some(size) = self.pins.remove(&id) {
             self.pinned_bytes -= size;

@@ -936,6 +936,38 @@ impl Policy for Spindle {
         self.count(i, weight);
     }
 
+    /// Main's free bytes go to the tracks ranked highest by the active
+    /// ranking that fit, best first; a track that does not fit what is
+    /// left is passed over for smaller ones below it.
+    fn prefill(&mut self, size_of: &mut dyn FnMut(u64) -> Option<u64>, admitted: &mut Vec<u64>) {
+        let cap = self.main_cap();
+        let mut cands: Vec<(f64, u32)> = (0..self.entries.len() as u32)
+            .filter(|&i| self.entries[i as usize].state == NOT_HOT)
+            .map(|i| (self.raw(i), i))
+            .filter(|&(r, _)| r > 0.0)
+            .collect();
+        cands.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+        for (_, i) in cands {
+            if self.main_bytes >= cap {
+                break;
+            }
+            let id = self.entries[i as usize].id;
+            let Some(size) = size_of(id).filter(|&s| s > 0) else {
+                continue;
+            };
+            if self.main_bytes + size > cap {
+                continue;
+            }
+            let e = &mut self.entries[i as usize];
+            e.size = size;
+            e.state = IN_MAIN;
+            self.main_bytes += size;
+            self.main_len += 1;
+            self.heap.push(Reverse((self.key(i), i)));
+            admitted.push(id);
+        }
+    }
+
     fn remove(&mut self, id: u64) -> bool {
         let Some(&i) = self.index.get(&id) else {
             return false;
@@ -1086,6 +1118,35 @@ mod tests {
         };
         assert!(run(3), "at the short scale alone track 1 is forgotten");
         assert!(!run(SCALES), "the blend still counts track 1's 10 requests");
+    }
+
+    #[test]
+    fn prefill_takes_the_most_played_tracks_that_fit_into_free_space_only() {
+        let mut s = Spindle::new(1000);
+        // Track i played i times; track 6 has no known size.
+        for i in 1..=9u64 {
+            s.record_listen(i, i as f64);
+        }
+        let size = |id: u64| match id {
+            6 => None,
+            9 => Some(600),
+            _ => Some(300),
+        };
+        let mut got = Vec::new();
+        s.prefill(&mut |id| size(id), &mut got);
+        // 9 (600 bytes) fits; 8 (300) fits; 7 does not (1,200 > main);
+        // 6 has no size; nothing smaller is left that fits.
+        let main = s.main_cap();
+        assert!(s.used() <= main, "{} of {main}", s.used());
+        assert_eq!(got, [9, 8]);
+        assert!(s.contains(9) && s.contains(8) && !s.contains(7));
+        // A second call finds no room, and a request still hits.
+        let mut again = Vec::new();
+        s.prefill(&mut |id| size(id), &mut again);
+        assert!(again.is_empty());
+        let mut ev = Vec::new();
+        assert!(s.access_into(9, 600, &mut ev).hit);
+        assert!(ev.is_empty());
     }
 
     #[test]

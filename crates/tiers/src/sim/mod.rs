@@ -271,6 +271,14 @@ pub fn simulate_one(
     let start = Instant::now();
     let mut p = make_policy(kind, capacity_bytes, trace, next, counts);
     replay_history(&mut *p, &trace.history);
+    if !trace.history.is_empty() {
+        // As the server does after replaying its listens: the hot tier's
+        // free space takes the tracks the history made most popular.
+        p.prefill(
+            &mut |id| trace.sizes.get(id as usize).copied(),
+            &mut Vec::new(),
+        );
+    }
     let mut evicted = Vec::new();
     let (mut hits, mut bytes, mut hit_bytes) = (0u64, 0u64, 0u64);
     let warmup = (trace.ids.len() as f64 * WARMUP_SHARE) as usize;
