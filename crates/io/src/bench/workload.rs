@@ -51,6 +51,9 @@ struct Tally {
     syscalls: u64,
     wakeups: u64,
     plain: u64,
+    /// Requests submitted, the drain after the deadline included: what
+    /// `plain` is a share of.
+    submitted: u64,
 }
 
 impl Tally {
@@ -61,6 +64,7 @@ impl Tally {
         self.syscalls += o.syscalls;
         self.wakeups += o.wakeups;
         self.plain += o.plain;
+        self.submitted += o.submitted;
     }
 }
 
@@ -215,10 +219,10 @@ fn measure(spec: &PointSpec<'_>, t: Tally, elapsed: Duration, cpu: Duration) -> 
             t.syscalls as f64 / ios as f64
         },
         sqpoll_wakeups: t.wakeups,
-        sqpoll_plain_share: if ios == 0 {
+        sqpoll_plain_share: if t.submitted == 0 {
             0.0
         } else {
-            t.plain as f64 / ios as f64
+            t.plain as f64 / t.submitted as f64
         },
     }
 }
@@ -302,6 +306,7 @@ fn drive(
     tally.syscalls = stats.syscalls;
     tally.wakeups = stats.sqpoll_wakeups;
     tally.plain = stats.sqpoll_plain;
+    tally.submitted = stats.submitted;
     Ok(tally)
 }
 
