@@ -13,11 +13,14 @@ byte-exact, and streaming goes on. A second server keeps copies on a
 local folder device and the music folder; the folder is removed while it
 runs, and the tracks are re-replicated to Garage in the background (then
 streamed from Garage alone after a restart with the music folder down).
+A third, without Garage, starts after listens were imported and must fill
+its empty hot folder with the most played tracks before any request.
 
 SPINDLE_BIN names the binary (default target/release/spindle); the test
 runs only with SPINDLE_TIERS_TESTS=1 (scripts/ci.d/85-tiers.sh sets it).
 """
 
+import hashlib
 import json
 import os
 import re
@@ -424,3 +427,69 @@ def test_a_removed_folder_device_is_re_replicated_to_garage(setup):
             proc.terminate()
             proc.wait(timeout=15)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_the_listening_history_fills_the_hot_folder_before_any_request():
+    """Listens imported before the server starts: at start it replays them
+    into the policy and fills the empty hot folder's free space with the
+    tracks played most, without a single stream request. Needs sox only."""
+    with tempfile.TemporaryDirectory() as tmp:
+        music, data_dir, hot = (os.path.join(tmp, x) for x in ("music", "data", "hot"))
+        Path(music, "Ann").mkdir(parents=True)
+        for i in range(1, 5):
+            subprocess.run(
+                ["sox", "-n", "-r", "44100", "-c", "2", "-b", "16",
+                 "--comment", "ARTIST=Ann", "--comment", f"TITLE=Tone {i}",
+                 "--comment", "ALBUM=Tones", str(Path(music, "Ann", f"0{i} tone.flac")),
+                 "synth", "3", "sine", str(200 * i)], check=True)
+        sizes = {i: Path(music, "Ann", f"0{i} tone.flac").stat().st_size for i in range(1, 5)}
+        cli(data_dir, "scan", music)
+        cli(data_dir, "user", "add", "ann", stdin=PASSWORD + "\n")
+        # Tone 2 played 8 times, 4 six, 3 three, 1 once, in the last days.
+        plays = {1: 1, 2: 8, 3: 3, 4: 6}
+        now = int(time.time())
+        export = Path(tmp, "listens.jsonl")
+        export.write_text("".join(
+            json.dumps({"listened_at": now - 3600 * (k + 1) - i,
+                        "track_metadata": {"artist_name": "Ann", "track_name": f"Tone {i}",
+                                           "release_name": "Tones"}}) + "\n"
+            for i, n in plays.items() for k in range(n)))
+        out = cli(data_dir, "listens", "import", "--user", "ann", str(export))
+        assert "18 of 18 listens added" in out, out
+        # Room for the two most played (tones 2 and 4) and not a third.
+        budget = sizes[2] + sizes[4] + min(sizes.values()) // 2
+        cfg = Path(tmp, "server.toml")
+        cfg.write_text(f"""
+[tiers]
+mindevcount = 1
+
+[tiers.hot]
+path = "{hot}"
+budget = {budget}
+""")
+        env = {**os.environ, "SPINDLE_SERVER_CONFIG": str(cfg)}
+        err = open(Path(tmp, "serve.err"), "w+")
+        proc = subprocess.Popen(
+            [BIN, "--data-dir", data_dir, "serve", "--listen", "127.0.0.1:0", "--music", music],
+            stdout=subprocess.DEVNULL, stderr=err, text=True, env=env)
+        try:
+            objects = lambda: sorted(p for p in Path(hot, "objects").rglob("*")
+                                     if p.is_file() and p.suffix == "")
+            deadline = time.time() + 60
+            while time.time() < deadline and len(objects()) < 2:
+                time.sleep(0.2)
+            time.sleep(1)  # anything more would come now
+            name = lambda i: hashlib.sha256(f"Ann/0{i} tone.flac".encode()).hexdigest()[:32]
+            assert [p.name for p in objects()] == sorted([name(2), name(4)]), objects()
+            for i in (2, 4):
+                copy = Path(hot, "objects", name(i)[:2], name(i))
+                assert copy.read_bytes() == Path(music, "Ann", f"0{i} tone.flac").read_bytes()
+            access = Path(data_dir, "tiers", "access.log")
+            assert not access.exists() or access.read_text() == "", "a stream was requested"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+        err.seek(0)
+        log = err.read()
+        assert "replayed 18 listens" in log, log
+        assert "promoting 2 tracks the history plays most" in log, log
