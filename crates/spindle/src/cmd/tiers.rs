@@ -136,17 +136,19 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
         }
     }
     let expected = jobs.len() + usize::from(replayed.is_some());
+    let history = args.history.unwrap_or(requests / 5);
+    // A replayed log has no history of its own.
+    let synthetic = if jobs.is_empty() {
+        String::new()
+    } else {
+        format!(" ({tracks} tracks, {requests} requests each after {history} plays of listening history, seed {})", args.seed)
+    };
     eprintln!(
-        "simulating {} policies × {} hot-tier sizes × {expected} traces ({} tracks, {} requests each after {} plays of listening history, seed {}) on {threads} threads",
+        "simulating {} policies × {} hot-tier sizes × {expected} traces{synthetic} on {threads} threads",
         policies.len(),
         capacities.len(),
-        tracks,
-        requests,
-        args.history.unwrap_or(requests / 5),
-        args.seed
     );
     let seed = args.seed;
-    let history = args.history.unwrap_or(requests / 5);
     let traces = jobs
         .into_iter()
         .map(move |(w, s)| {
