@@ -1233,19 +1233,16 @@ impl Tiers {
             .map(|m| m.len())
             .unwrap_or(0);
         let mut have: Vec<usize> = Vec::new();
-        // Copies count only on live devices (not marked down, not failing
-        // their probe past the grace period), the music folder included:
-        // upload again makes up for them elsewhere.
         if let Some(f) = t.folder {
             if let Some(i) = self.devices.iter().position(|d| d.music_folder == Some(f)) {
-                if self.is_live(i) {
-                    have.push(i);
-                }
+                have.push(i);
             }
         }
         for (name, l) in self.index.devices_of(&t.key) {
             if let Some(i) = self.device_by_name(&name) {
-                if l == len && !have.contains(&i) && self.is_live(i) {
+                // A copy on a device marked down does not count: upload
+                // again makes up for it elsewhere.
+                if l == len && !have.contains(&i) && self.devices[i].state != DeviceState::Down {
                     have.push(i);
                 }
             }
@@ -1732,25 +1729,6 @@ mod tests {
         .unwrap();
         assert_eq!(tiers.replicate(&t, &src).await.unwrap(), 3);
         assert!(d.path().join("c/A/t.flac").exists());
-        // The music folder failing its probe past the grace period counts
-        // no more than a device marked down: a, c and nothing else live
-        // is two copies of three.
-        let m = tiers
-            .devices
-            .iter()
-            .position(|x| x.music_folder == Some(0))
-            .unwrap();
-        lock(&tiers.repair.failing_since).insert(
-            m,
-            Instant::now() - Duration::from_secs(tiers.cfg.rereplicate_after_secs + 1),
-        );
-        match tiers.replicate(&t, &src).await {
-            Err(UploadError::TooFewCopies {
-                have: 2, want: 3, ..
-            }) => {}
-            other => panic!("{other:?}"),
-        }
-        lock(&tiers.repair.failing_since).clear();
         // Reads skip the down device and the music folder (named music1).
         let tiers = Arc::new(tiers);
         let s = tiers.open(&t, 0).await.unwrap();
