@@ -1744,20 +1744,20 @@ mod tests {
         assert_eq!(st.devices[3].state, "down");
     }
 
-    #[tokio::test]
-    async fn pins_and_the_policy_together_never_want_more_than_the_hot_budget() {
+    /// A started `Tiers` with Spindle's policy and a hot folder of
+    /// `budget` bytes, over `n` tracks `T/00.flac`… of 100,000 bytes
+    /// (track i filled with byte i) in a music folder under `d`.
+    fn spindle_hot_tier(d: &Path, n: u8, budget: u64) -> Arc<Tiers> {
         use crate::config::HotConfig;
         use crate::placement::FromPolicy;
-        let d = tempfile::tempdir().unwrap();
-        let music = d.path().join("music");
+        let music = d.join("music");
         std::fs::create_dir_all(music.join("T")).unwrap();
-        for i in 0..20u8 {
+        for i in 0..n {
             std::fs::write(music.join(format!("T/{i:02}.flac")), vec![i; 100_000]).unwrap();
         }
-        let budget = 1_000_000;
         let cfg = TiersConfig {
             hot: Some(HotConfig {
-                path: d.path().join("hot"),
+                path: d.join("hot"),
                 budget,
             }),
             ..TiersConfig::default()
@@ -1766,16 +1766,28 @@ mod tests {
             Tiers::new(
                 cfg,
                 std::slice::from_ref(&music),
-                &d.path().join("data"),
+                &d.join("data"),
                 Box::new(FromPolicy(crate::policy::Spindle::new(budget))),
             )
             .unwrap(),
         );
         tiers.start_background();
-        let t = |i: usize| TrackRef {
+        tiers
+    }
+
+    /// Track i of [`spindle_hot_tier`].
+    fn t(i: usize) -> TrackRef {
+        TrackRef {
             key: format!("T/{i:02}.flac"),
             folder: Some(0),
-        };
+        }
+    }
+
+    #[tokio::test]
+    async fn pins_and_the_policy_together_never_want_more_than_the_hot_budget() {
+        let d = tempfile::tempdir().unwrap();
+        let budget = 1_000_000;
+        let tiers = spindle_hot_tier(d.path(), 20, budget);
         let hot = tiers.hot().unwrap().clone();
         let check = |when: &str| {
             let st = tiers.status();
@@ -1822,37 +1834,9 @@ mod tests {
 
     #[tokio::test]
     async fn the_listening_history_fills_an_empty_hot_tier_before_any_request() {
-        use crate::config::HotConfig;
-        use crate::placement::FromPolicy;
         let d = tempfile::tempdir().unwrap();
-        let music = d.path().join("music");
-        std::fs::create_dir_all(music.join("T")).unwrap();
-        for i in 0..10u8 {
-            std::fs::write(music.join(format!("T/{i:02}.flac")), vec![i; 100_000]).unwrap();
-        }
         // Room for three tracks and a half.
-        let budget = 350_000;
-        let cfg = TiersConfig {
-            hot: Some(HotConfig {
-                path: d.path().join("hot"),
-                budget,
-            }),
-            ..TiersConfig::default()
-        };
-        let tiers = Arc::new(
-            Tiers::new(
-                cfg,
-                std::slice::from_ref(&music),
-                &d.path().join("data"),
-                Box::new(FromPolicy(crate::policy::Spindle::new(budget))),
-            )
-            .unwrap(),
-        );
-        tiers.start_background();
-        let t = |i: usize| TrackRef {
-            key: format!("T/{i:02}.flac"),
-            folder: Some(0),
-        };
+        let tiers = spindle_hot_tier(d.path(), 10, 350_000);
         // Track i was played i times; 9 is pinned, so it is hot already
         // and its bytes are the pins'.
         tiers.set_pinned(vec![t(9)]);
