@@ -792,13 +792,15 @@ impl Tiers {
         }
         let ids = lock(&self.ids).clone();
         let pinned: HashSet<String> = lock(&self.pinned).keys().cloned().collect();
-        let admitted = lock(&self.policy).prefill(&mut |id| {
-            let t = ids.get(&id)?;
-            if pinned.contains(&t.key) {
-                return None;
-            }
-            self.known_len(t)
-        });
+        // Lengths first (a stat each, for tracks not in the replica
+        // index), so that no file system call runs under the policy's
+        // lock, which every stream request takes.
+        let lens: HashMap<u64, u64> = ids
+            .iter()
+            .filter(|(_, t)| !pinned.contains(&t.key))
+            .filter_map(|(&id, t)| Some((id, self.known_len(t)?)))
+            .collect();
+        let admitted = lock(&self.policy).prefill(&mut |id| lens.get(&id).copied());
         for id in &admitted {
             if let Some(t) = ids.get(id) {
                 self.send(Job::Promote(t.clone()));
