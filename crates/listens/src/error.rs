@@ -14,9 +14,25 @@ pub enum OpenError {
     },
     #[error("{path} is not a Spindle listens log (bad magic or unknown version {version})")]
     BadHeader { path: PathBuf, version: u32 },
+    /// A bad record with good records after it: damage, not a write cut
+    /// short by a crash. The file was left as it was.
+    #[error(
+        "{path} is damaged at byte {offset} ({reason}), and complete listens follow it, so it \
+         is not an unfinished write that could be cut off safely; the file was not changed. \
+         Keep a copy of it, then either restore it from a backup, or truncate it to {offset} \
+         bytes (for example `truncate -s {offset} {path}`) to drop the damaged record and \
+         every listen after it, and start again"
+    )]
+    Damaged {
+        path: PathBuf,
+        /// Where the bad record starts, in bytes from the file's start.
+        offset: u64,
+        reason: &'static str,
+    },
 }
 
-/// Writing listens to disk failed; nothing of the call was acknowledged.
+/// Writing listens to disk failed, or was refused; nothing of the call
+/// was acknowledged.
 #[derive(Debug, thiserror::Error, Clone)]
 #[non_exhaustive]
 pub enum AppendError {
@@ -24,4 +40,30 @@ pub enum AppendError {
     Io(String),
     #[error("the listens log failed earlier and refuses writes until restart: {0}")]
     Poisoned(String),
+    /// A field over its limit (see [`crate::limits`]); nothing of the
+    /// call was written. Sending the same thing again fails again.
+    #[error("refused: the {field} is {len} bytes long, more than the {max} bytes a listen may hold; shorten it and send it again (nothing of this submission was stored)")]
+    TooLarge {
+        field: &'static str,
+        len: usize,
+        max: usize,
+    },
+}
+
+impl AppendError {
+    /// Whether the request itself is at fault (an API answers it as bad
+    /// parameters), rather than the disk (retry later).
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, AppendError::TooLarge { .. })
+    }
+}
+
+impl From<crate::limits::LimitError> for AppendError {
+    fn from(e: crate::limits::LimitError) -> Self {
+        AppendError::TooLarge {
+            field: e.field,
+            len: e.len,
+            max: e.max,
+        }
+    }
 }

@@ -359,6 +359,13 @@ impl Index {
         };
         let lo = (q.from.unwrap_or(i64::MIN), 0);
         let hi = (q.to.unwrap_or(i64::MAX), u32::MAX);
+        // `range` panics on a start past the end (`from` after `to`).
+        if lo > hi {
+            return Page {
+                listens: Vec::new(),
+                total: 0,
+            };
+        }
         let range = || u.by_time.range(lo..=hi);
         let total = if q.from.is_none() && q.to.is_none() {
             u.by_time.len()

@@ -12,6 +12,9 @@
 //!
 //! Main types: [`Listens`] (the store), [`Listen`] (one play),
 //! [`ChartKind`]/[`Chart`] (top lists) and [`RecentQuery`]/[`Page`].
+//! [`limits`] holds the largest value each field may have; the store
+//! refuses anything larger before it writes, so the log never holds a
+//! record its reader would take for damage.
 //!
 //! It is *not* an HTTP API, an account store or the media library: the
 //! server links listens to library entries. It is synchronous; async
@@ -31,8 +34,11 @@
 
 mod batch;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod import;
 mod index;
+pub mod limits;
 mod log;
 mod model;
 mod normalise;
@@ -41,6 +47,7 @@ mod store;
 pub use error::{AppendError, OpenError};
 pub use import::{parse_export, ImportError};
 pub use index::{Chart, ChartKind, ChartQuery, ChartRow, Loved, Page, RecentQuery, UserSummary};
+pub use limits::{check_love_limits, LimitError};
 pub use model::{Event, Listen};
 pub use normalise::normalise;
 pub use store::{Listens, OpenReport, Submitted, LOG_FILE};

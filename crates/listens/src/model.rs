@@ -89,7 +89,6 @@ impl Listen {
 }
 
 impl ListenRef<'_> {
-    #[cfg(test)]
     pub(crate) fn to_owned(self) -> Listen {
         let opt = |v: u32| (v != NONE_U32).then_some(v);
         Listen {
@@ -179,7 +178,6 @@ pub(crate) fn encode_love(
 
 impl Event {
     /// Appends the event as one framed record.
-    #[cfg(test)]
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         match self {
             Event::Listen(l) => encode_listen(&l.as_ref(), out),
@@ -233,7 +231,6 @@ impl<'a> EventRef<'a> {
         (r.at == b.len()).then_some(ev)
     }
 
-    #[cfg(test)]
     pub(crate) fn to_owned(self) -> Event {
         match self {
             EventRef::Listen(l) => Event::Listen(l.to_owned()),

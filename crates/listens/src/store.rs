@@ -4,6 +4,7 @@
 //! the listens published to the indexes — one index lock per batch —
 //! only once they are on disk.
 
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
@@ -15,6 +16,8 @@ use crate::model::{encode_listen, encode_love, EventRef, Listen};
 
 /// The log's file name inside the directory given to [`Listens::open`].
 pub const LOG_FILE: &str = "listens.log";
+/// The mode of a directory [`Listens::open`] creates: its owner's only.
+const DIR_MODE: u32 = 0o700;
 
 /// The listening history of every user.
 pub struct Listens {
@@ -31,7 +34,9 @@ pub struct Listens {
 pub struct OpenReport {
     pub listens: usize,
     pub love_events: usize,
-    /// Bytes of a damaged or torn tail cut off the log (unacknowledged writes).
+    /// Bytes of a torn tail cut off the log (unacknowledged writes; damage
+    /// with good records after it is an error instead, see
+    /// [`OpenError::Damaged`]).
     pub truncated_bytes: u64,
 }
 
@@ -50,11 +55,22 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Listens {
     /// Opens the history in `dir` (created if missing), replaying the log.
+    /// The directory is created private (mode 0700) if missing, and the
+    /// log file is private (0600) whatever the umask.
     pub fn open(dir: &Path) -> Result<(Listens, OpenReport), OpenError> {
-        std::fs::create_dir_all(dir).map_err(|source| OpenError::Io {
-            path: dir.to_owned(),
-            source,
-        })?;
+        if !dir.is_dir() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(DIR_MODE)
+                .create(dir)
+                .and_then(|()| {
+                    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))
+                })
+                .map_err(|source| OpenError::Io {
+                    path: dir.to_owned(),
+                    source,
+                })?;
+        }
         let hasher = DedupeHasher::new();
         let mut index = Index::default();
         let mut seen = Seen::default();
@@ -100,7 +116,14 @@ impl Listens {
     /// a recorded listen (or of one earlier in the same call) are reported
     /// as duplicates and not written. On error nothing of this call is
     /// acknowledged (a retry is safe: what did reach the disk dedupes).
+    ///
+    /// A listen with a field over its limit ([`crate::limits`]) refuses
+    /// the whole call with [`AppendError::TooLarge`] before anything is
+    /// written: the log never holds a record its reader would refuse.
     pub fn submit(&self, listens: &[Listen]) -> Result<Vec<Submitted>, AppendError> {
+        for l in listens {
+            l.check_limits()?;
+        }
         let mut prep = Prepared::with_capacity(listens.len());
         for l in listens {
             prep.push(&self.hasher, &l.as_ref());
@@ -143,7 +166,8 @@ impl Listens {
         }
     }
 
-    /// Loves (or unloves) a track for a user, durably.
+    /// Loves (or unloves) a track for a user, durably. Fields over their
+    /// limits are refused with [`AppendError::TooLarge`], nothing written.
     pub fn love(
         &self,
         user: &str,
@@ -152,6 +176,7 @@ impl Listens {
         timestamp: i64,
         loved: bool,
     ) -> Result<(), AppendError> {
+        crate::limits::check_love_limits(user, artist, title)?;
         let mut record = Vec::new();
         encode_love(user, artist, title, timestamp, loved, &mut record);
         self.log.append(&record)?;

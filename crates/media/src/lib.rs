@@ -66,3 +66,8 @@ pub mod demo;
 pub mod watch;
 
 pub use watch::{WatchError, WatchOptions, Watcher};
+
+// Opening files under a music folder: the one checked way.
+pub mod beneath;
+
+pub use beneath::{MusicRoot, OpenRefused, COVER_CAP, SIDECAR_CAP};

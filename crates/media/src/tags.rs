@@ -77,6 +77,8 @@ pub enum TagError {
     UnknownFormat,
     #[error("corrupt or unsupported audio: {0}")]
     Parse(String),
+    #[error("embedded cover of {len} bytes is over the limit of {cap} bytes")]
+    CoverTooLarge { len: u64, cap: u64 },
 }
 
 /// The Spindle source for a lofty tag type.
@@ -160,13 +162,70 @@ const NUMBER_KEYS: &[(&str, ItemKey)] = &[
 /// is found from the content, not the extension, so a FLAC file named
 /// `.mp3` still reads.
 pub fn read_file(path: &Path) -> Result<(FileType, FileTags), TagError> {
-    let file = File::open(path)?;
+    read_opened(&File::open(path)?, path)
+}
+
+/// [`read_file`] of a file already opened (through
+/// [`crate::MusicRoot::open`]); `path` gives the extension to fall back on.
+pub fn read_opened(file: &File, path: &Path) -> Result<(FileType, FileTags), TagError> {
+    let tagged = probe(file, path, ParseOptions::new().read_cover_art(false))?;
+    Ok((tagged.file_type(), convert(&tagged)))
+}
+
+/// A picture embedded in a song.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cover {
+    pub data: Vec<u8>,
+    /// Its MIME type, `image/jpeg` when the tag does not say.
+    pub mime: String,
+}
+
+/// The front cover embedded in the opened song `file` (else its first
+/// picture), if it has one of at most [`crate::COVER_CAP`] bytes. lofty
+/// refuses any single picture above its allocation limit, which is the
+/// same 16 MiB, before allocating it.
+pub fn embedded_cover(file: &File, path: &Path) -> Result<Option<Cover>, TagError> {
+    use lofty::picture::PictureType;
+    let opts = ParseOptions::new().read_properties(false);
+    let tagged = probe(file, path, opts)?;
+    let pics: Vec<_> = tagged
+        .tags()
+        .iter()
+        .flat_map(|t| t.pictures().iter())
+        .collect();
+    let Some(pic) = pics
+        .iter()
+        .find(|p| p.pic_type() == PictureType::CoverFront)
+        .or(pics.first())
+    else {
+        return Ok(None);
+    };
+    let len = pic.data().len() as u64;
+    if len > crate::COVER_CAP {
+        return Err(TagError::CoverTooLarge {
+            len,
+            cap: crate::COVER_CAP,
+        });
+    }
+    let mime = pic
+        .mime_type()
+        .map_or("image/jpeg".to_owned(), |m| m.as_str().to_owned());
+    Ok(Some(Cover {
+        data: pic.data().to_vec(),
+        mime,
+    }))
+}
+
+/// lofty's reading of `file`, its format found from the content, else
+/// from the extension of `path`.
+fn probe(file: &File, path: &Path, opts: ParseOptions) -> Result<TaggedFile, TagError> {
+    use std::io::Seek;
     if file.metadata()?.len() == 0 {
         return Err(TagError::Empty);
     }
-    let probe = Probe::new(std::io::BufReader::new(file))
-        .options(ParseOptions::new().read_cover_art(false))
-        .guess_file_type()?;
+    let mut reader = std::io::BufReader::new(file);
+    reader.rewind()?;
+    let probe = Probe::new(reader).options(opts).guess_file_type()?;
     let probe = match probe.file_type() {
         Some(_) => probe,
         None => {
@@ -181,8 +240,7 @@ pub fn read_file(path: &Path) -> Result<(FileType, FileTags), TagError> {
             probe.set_file_type(ft)
         }
     };
-    let tagged = probe.read().map_err(|e| TagError::Parse(e.to_string()))?;
-    Ok((tagged.file_type(), convert(&tagged)))
+    probe.read().map_err(|e| TagError::Parse(e.to_string()))
 }
 
 /// The tags of `tagged` in order of preference.

@@ -4,7 +4,8 @@
 //! ([`parse`]), the collection tree ([`Coll`]), printing a tree back as a
 //! pattern ([`to_pattern`]), XMMS2's JSON forms of collections and fetch
 //! specifications ([`coll_from_json`], [`fetch_from_json`],
-//! [`parse_relaxed_json`]), source preferences and globbing. It is pure: no
+//! [`parse_relaxed_json`]), source preferences and globbing, and how large
+//! a pattern may be ([`ParseLimits`], used by [`parse_limited`]). It is pure: no
 //! I/O, no storage, no evaluation — the store crate evaluates a [`Coll`]
 //! against its entries.
 //!
@@ -23,6 +24,7 @@ pub mod fetch;
 pub mod glob;
 pub mod json;
 pub mod lexer;
+pub mod limits;
 pub mod parser;
 pub mod printer;
 pub mod sourcepref;
@@ -32,6 +34,7 @@ pub use error::{JsonError, ParseError};
 pub use fetch::{Aggregate, ClusterBy, FetchSpec, Get};
 pub use glob::glob_match;
 pub use json::{coll_from_json, fetch_from_json, parse_relaxed_json};
-pub use parser::{parse, value_from_str};
+pub use limits::ParseLimits;
+pub use parser::{parse, parse_limited, value_from_str};
 pub use printer::to_pattern;
 pub use sourcepref::{SourcePref, DEFAULT_SOURCEPREF};

@@ -27,7 +27,9 @@
 //! * A trailing `AND`/`OR` (before the end or a `)`) is dropped with a
 //!   warning in [`Parsed::warnings`]; anywhere else a dangling operator is an
 //!   error.
-//! * Nesting (parentheses and `NOT`) is limited to [`MAX_DEPTH`] levels.
+//! * Nesting (parentheses and `NOT`) is limited to [`MAX_DEPTH`] levels;
+//!   [`parse_limited`] takes tighter limits on length, filters and nesting
+//!   ([`ParseLimits`]) for patterns from the network.
 //! * `in:NAME` keeps the whole name (`in:Playlists/x` is the reference
 //!   `"Playlists/x"`); any value kind is accepted as a name.
 //!
@@ -46,6 +48,7 @@
 use crate::ast::{CmpOp, Coll, Field, Filter, FilterOp, Parsed, Value};
 use crate::error::ParseError;
 use crate::lexer::{expand_prop, tokenize, Token, TokenKind, WordKind};
+use crate::limits::ParseLimits;
 
 /// The properties a bare word is looked up in.
 pub const AUTO_FIELDS: [&str; 3] = ["artist", "album", "title"];
@@ -53,11 +56,24 @@ pub const AUTO_FIELDS: [&str; 3] = ["artist", "album", "title"];
 /// The property key a bare number filters on.
 pub const POSITION_KEY: &str = "position";
 
-/// How deeply parentheses and `NOT` may nest.
+/// How deeply parentheses and `NOT` may nest in any pattern: 100 levels
+/// ([`ParseLimits::LOCAL`]; the printer prints no deeper tree).
 pub const MAX_DEPTH: usize = 100;
 
-/// Parse a pattern into a collection tree.
+/// Parse a pattern into a collection tree, within [`ParseLimits::LOCAL`]
+/// (for patterns typed on this machine and saved collections).
 pub fn parse(pattern: &str) -> Result<Parsed, ParseError> {
+    parse_limited(pattern, &ParseLimits::LOCAL)
+}
+
+/// Parse a pattern within `limits`: a pattern longer than
+/// `limits.max_bytes` is refused before it is read, and the parser stops
+/// at the first filter or level of nesting over the limit, before the
+/// tree grows any further.
+pub fn parse_limited(pattern: &str, limits: &ParseLimits) -> Result<Parsed, ParseError> {
+    if pattern.len() > limits.max_bytes {
+        return Err(too_long(pattern, limits));
+    }
     let tokens = tokenize(pattern)?;
     let end_column = pattern.chars().count() + 1;
     let mut p = Parser {
@@ -65,6 +81,8 @@ pub fn parse(pattern: &str) -> Result<Parsed, ParseError> {
         pos: 0,
         end_column,
         depth: 0,
+        terms: 0,
+        limits: *limits,
         warnings: Vec::new(),
     };
     if p.tokens.is_empty() {
@@ -82,6 +100,25 @@ pub fn parse(pattern: &str) -> Result<Parsed, ParseError> {
         coll,
         warnings: p.warnings,
     })
+}
+
+/// The error for a pattern over `limits.max_bytes`, at the column of the
+/// first character past the limit.
+fn too_long(pattern: &str, limits: &ParseLimits) -> ParseError {
+    let column = pattern
+        .char_indices()
+        .take_while(|(i, c)| i + c.len_utf8() <= limits.max_bytes)
+        .count()
+        + 1;
+    ParseError {
+        column,
+        message: format!(
+            "the pattern is {} bytes long; at most {} bytes are allowed {}: shorten it",
+            pattern.len(),
+            limits.max_bytes,
+            limits.origin
+        ),
+    }
 }
 
 /// The value of an EQUALS or comparison filter from its text: an integer
@@ -126,6 +163,9 @@ struct Parser {
     pos: usize,
     end_column: usize,
     depth: usize,
+    /// Filters read so far (each item of a sequence counts).
+    terms: usize,
+    limits: ParseLimits,
     warnings: Vec<String>,
 }
 
@@ -169,10 +209,30 @@ impl Parser {
 
     fn enter(&mut self, tok: &Token) -> Result<(), ParseError> {
         self.depth += 1;
-        if self.depth > MAX_DEPTH {
+        let max = self.limits.max_depth;
+        if self.depth > max {
             return Err(self.error_at(
                 tok,
-                format!("nested too deeply (more than {MAX_DEPTH} levels of '(' and NOT)"),
+                format!(
+                    "nested too deeply: more than {max} levels of '(' and NOT; at most {max} are allowed {}",
+                    self.limits.origin
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Count `n` more filters, starting at `tok`; an error past the limit.
+    fn count_terms(&mut self, tok: &Token, n: usize) -> Result<(), ParseError> {
+        self.terms = self.terms.saturating_add(n);
+        let max = self.limits.max_terms;
+        if self.terms > max {
+            return Err(self.error_at(
+                tok,
+                format!(
+                    "the pattern has more than {max} terms (filters like artist:x, tracknr>3 or a word); at most {max} are allowed {}: use fewer filters",
+                    self.limits.origin
+                ),
             ));
         }
         Ok(())
@@ -247,6 +307,21 @@ impl Parser {
             return Err(self.error_here("expected a filter"));
         };
         match &tok.kind {
+            // Each starts one filter; a sequence one per item.
+            TokenKind::Word {
+                kind: WordKind::Integer | WordKind::Sequence,
+                text,
+                ..
+            } => self.count_terms(&tok, text.split(',').count())?,
+            TokenKind::Word { .. }
+            | TokenKind::Prop(_)
+            | TokenKind::Plus
+            | TokenKind::Colon
+            | TokenKind::Tilde
+            | TokenKind::In => self.count_terms(&tok, 1)?,
+            _ => {}
+        }
+        match &tok.kind {
             TokenKind::Word { kind, text, .. } => match kind {
                 WordKind::Integer | WordKind::Sequence => {
                     sequence(&tok, text, Field::Key(POSITION_KEY.into()))
@@ -275,6 +350,7 @@ impl Parser {
                         let Some(word) = self.next() else {
                             return Err(self.error_here("expected an id after '#'"));
                         };
+                        self.count_terms(&tok, text.split(',').count())?;
                         sequence(&word, &text, Field::Id)
                     }
                     _ => Err(self

@@ -3,14 +3,16 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock, RwLockReadGuard};
 
 use crate::error::{CommitError, CompactError, OpenError};
-use crate::log::{self, HeaderError, LogWriter};
+use crate::log::{self, LogWriter, ReadError};
 use crate::model::Library;
 use crate::op::Op;
+use crate::perms;
 use crate::snapshot;
 
 pub const DATA_FILE: &str = "library.spdb";
@@ -88,7 +90,7 @@ impl Db {
     fn open_inner(dir: &Path, read_only: bool) -> Result<Db, OpenError> {
         let started = std::time::Instant::now();
         if !read_only && !dir.is_dir() {
-            fs::create_dir_all(dir).map_err(io_err(dir))?;
+            perms::create_dir(dir).map_err(io_err(dir))?;
             // Make the new directory itself durable, or a power loss could
             // take it, and every commit in it, away.
             if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -98,6 +100,12 @@ impl Db {
         let lock = if read_only {
             None
         } else {
+            let data_path = dir.join(DATA_FILE);
+            match File::open(&data_path) {
+                Ok(f) => perms::make_private(&f).map_err(io_err(&data_path))?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err(&data_path)(e)),
+            }
             Some(take_lock(&dir.join(LOCK_FILE))?)
         };
         // A reader without the lock can race a writer's compaction: it may
@@ -371,29 +379,36 @@ fn load(dir: &Path) -> Result<Loaded, OpenError> {
                     ),
                 }))
             }
-            Err(HeaderError::Magic) => {
+            Err(ReadError::Magic) => {
                 return Err(OpenError::BadMagic {
                     path: log_path.clone(),
                     what: "log",
                 })
             }
-            Err(HeaderError::Version(v)) => {
+            Err(ReadError::Version(v)) => {
                 return Err(OpenError::Version {
                     path: log_path.clone(),
                     found: v,
                     supported: log::LOG_VERSION,
                 })
             }
-            Err(HeaderError::Corrupt(detail)) if bytes.len() < log::LOG_HEADER_LEN as usize => {
+            Err(ReadError::Corrupt(detail)) if bytes.len() < log::LOG_HEADER_LEN as usize => {
                 // A log whose header never made it to disk holds nothing;
                 // a writer replaces it with a fresh one.
                 report
                     .warnings
                     .push(format!("{}: {detail}; ignored", log_path.display()));
             }
-            Err(HeaderError::Corrupt(detail)) => {
+            Err(ReadError::Corrupt(detail)) => {
                 return Err(OpenError::Corrupt {
                     path: log_path.clone(),
+                    detail,
+                })
+            }
+            Err(ReadError::Damaged { offset, detail }) => {
+                return Err(OpenError::Damaged {
+                    path: log_path.clone(),
+                    offset,
                     detail,
                 })
             }
@@ -412,7 +427,7 @@ fn load(dir: &Path) -> Result<Loaded, OpenError> {
 fn new_log(dir: &Path, generation: u64) -> std::io::Result<LogWriter> {
     let tmp = dir.join(format!("{LOG_FILE}.tmp"));
     let path = dir.join(LOG_FILE);
-    let mut f = File::create(&tmp)?;
+    let mut f = perms::create_file(&tmp)?;
     f.write_all(&log::header(generation))?;
     f.sync_all()?;
     fs::rename(&tmp, &path)?;
@@ -431,8 +446,10 @@ fn take_lock(path: &Path) -> Result<File, OpenError> {
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(perms::FILE_MODE)
         .open(path)
         .map_err(io_err(path))?;
+    perms::make_private(&f).map_err(io_err(path))?;
     let started = std::time::Instant::now();
     loop {
         match f.try_lock() {

@@ -37,6 +37,21 @@ pub enum OpenError {
     },
     #[error("{path}: corrupt: {detail}")]
     Corrupt { path: PathBuf, detail: String },
+    /// A bad log record with good records after it: damage, not a commit
+    /// cut short by a crash. Nothing on disk was changed.
+    #[error(
+        "{path} is damaged at byte {offset} ({detail}), and complete commits follow it, so it is \
+         not an unfinished write that could be cut off safely; nothing was changed. Keep a copy \
+         of the file, then either restore the library directory from a backup, or truncate the \
+         log to {offset} bytes (for example `truncate -s {offset} {path}`) to drop the damaged \
+         commit and every commit after it, and open the library again"
+    )]
+    Damaged {
+        path: PathBuf,
+        /// Where the bad record starts, in bytes from the file's start.
+        offset: u64,
+        detail: String,
+    },
 }
 
 /// A transaction that could not be committed. Nothing of it was applied.
@@ -87,4 +102,23 @@ pub enum QueryError {
     RecursiveReference(String),
     #[error("saved collection '{name}' is unreadable: {detail}")]
     BadCollection { name: String, detail: String },
+    /// The query ran past its [`Budget`](crate::Budget)'s time.
+    #[error(
+        "the query was stopped after {:.2} s, its time limit being {:.2} s: use fewer or narrower filters (a longer text before '*', or an indexed key)",
+        .ran.as_secs_f64(),
+        .limit.as_secs_f64()
+    )]
+    OverTime {
+        limit: std::time::Duration,
+        ran: std::time::Duration,
+    },
+    /// The query needed more steps (entries gathered, values tested) than
+    /// its [`Budget`](crate::Budget) allows.
+    #[error(
+        "the query was stopped after {limit} steps (entries gathered or values tested), its limit: use fewer or narrower filters"
+    )]
+    OverSteps { limit: u64 },
+    /// The query's cancellation flag was raised while it ran.
+    #[error("the query was cancelled before it finished")]
+    Cancelled,
 }

@@ -44,12 +44,13 @@ mod intern;
 mod log;
 mod model;
 mod op;
+mod perms;
 mod query;
 mod saved;
 mod snapshot;
 
 pub use db::{Db, OpenReport, Stats, DATA_FILE, LOCK_FILE, LOG_FILE};
-pub use engine::Ids;
+pub use engine::{Budget, Ids};
 pub use error::{CommitError, CompactError, OpenError, QueryError};
 pub use model::{Library, ValueRef, PARENT_KEY};
 pub use op::Op;

@@ -65,30 +65,85 @@ pub(crate) struct LogContents {
     pub file_len: u64,
 }
 
-pub(crate) enum HeaderError {
+/// Why a log could not be read.
+pub(crate) enum ReadError {
     Magic,
     Version(u32),
+    /// The header is damaged.
     Corrupt(String),
+    /// A bad record at `offset` with a good record somewhere after it:
+    /// not a torn tail, so not to be cut off.
+    Damaged {
+        offset: u64,
+        detail: String,
+    },
 }
 
 /// Read a whole log file: header, then every good record up to the first
-/// incomplete or corrupt one.
-pub(crate) fn read_log(bytes: &[u8]) -> Result<LogContents, HeaderError> {
+/// incomplete or corrupt one. That one and what follows it are a torn
+/// tail, to be dropped, only if no good record starts anywhere after it;
+/// otherwise the log is damaged in the middle ([`ReadError::Damaged`]),
+/// and dropping the rest would lose acknowledged commits.
+pub(crate) fn read_log(bytes: &[u8]) -> Result<LogContents, ReadError> {
+    read_log_with_window(bytes, TORN_WINDOW)
+}
+
+/// The most bytes the log writer has written and not yet fsynced, unless
+/// one record is larger: a flush is written and fsynced in pieces of at
+/// most this size, cut at record boundaries (a larger record is a piece of
+/// its own). So after a power loss, whatever order the disk kept the
+/// pages of the last write in, damage can only lie within the last
+/// `TORN_WINDOW` bytes of the file or within its last record; the reader
+/// drops a bad record there as a torn tail, and refuses one further back
+/// that has good records after it. 4 MiB.
+pub(crate) const TORN_WINDOW: usize = 4 << 20;
+
+/// `frames` (whole records) in pieces of at most `window` bytes, each
+/// ending at a record boundary; a record longer than `window` is a piece
+/// of its own.
+pub(crate) fn pieces(frames: &[u8], window: usize) -> impl Iterator<Item = &[u8]> {
+    let mut rest = frames;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut end = 0usize;
+        while let Some(h) = rest.get(end..end + 4) {
+            let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+            let next = end.saturating_add(8).saturating_add(len);
+            if end > 0 && next > window {
+                break;
+            }
+            end = next.min(rest.len());
+        }
+        let end = end.max(1).min(rest.len());
+        let (piece, tail) = rest.split_at(end);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+/// [`read_log`] with another torn window (tests of damage in small logs
+/// use 0).
+pub(crate) fn read_log_with_window(
+    bytes: &[u8],
+    torn_window: usize,
+) -> Result<LogContents, ReadError> {
     if bytes.len() < LOG_HEADER_LEN as usize {
-        return Err(HeaderError::Corrupt("log header is truncated".into()));
+        return Err(ReadError::Corrupt("log header is truncated".into()));
     }
     if &bytes[..8] != LOG_MAGIC {
-        return Err(HeaderError::Magic);
+        return Err(ReadError::Magic);
     }
     let mut r = Reader::new(&bytes[8..LOG_HEADER_LEN as usize]);
-    let version = r.fixed_u32().map_err(|e| HeaderError::Corrupt(e.0))?;
+    let version = r.fixed_u32().map_err(|e| ReadError::Corrupt(e.0))?;
     if version != LOG_VERSION {
-        return Err(HeaderError::Version(version));
+        return Err(ReadError::Version(version));
     }
-    let generation = r.fixed_u64().map_err(|e| HeaderError::Corrupt(e.0))?;
-    let crc = r.fixed_u32().map_err(|e| HeaderError::Corrupt(e.0))?;
+    let generation = r.fixed_u64().map_err(|e| ReadError::Corrupt(e.0))?;
+    let crc = r.fixed_u32().map_err(|e| ReadError::Corrupt(e.0))?;
     if crc != crc32fast::hash(&bytes[..20]) {
-        return Err(HeaderError::Corrupt("log header checksum mismatch".into()));
+        return Err(ReadError::Corrupt("log header checksum mismatch".into()));
     }
     let mut out = LogContents {
         generation,
@@ -102,25 +157,60 @@ pub(crate) fn read_log(bytes: &[u8]) -> Result<LogContents, HeaderError> {
         if pos == bytes.len() {
             break;
         }
-        match read_record(&bytes[pos..]) {
-            Ok((seq, ops, used)) => {
-                if let Some(last) = last_seq.filter(|&last| seq <= last) {
-                    out.dropped_tail = Some(format!(
-                        "record at offset {pos} has sequence {seq} after {last}"
-                    ));
-                    break;
+        let bad = match read_record(&bytes[pos..]) {
+            Ok((seq, ops, used)) => match last_seq.filter(|&last| seq <= last) {
+                Some(last) => format!("record at offset {pos} has sequence {seq} after {last}"),
+                None => {
+                    last_seq = Some(seq);
+                    out.txns.push((seq, ops));
+                    pos += used;
+                    continue;
                 }
-                last_seq = Some(seq);
-                out.txns.push((seq, ops));
-                pos += used;
-            }
-            Err(e) => {
-                out.dropped_tail = Some(format!("{} at offset {pos}", e.0));
-                break;
-            }
+            },
+            Err(e) => format!("{} at offset {pos}", e.0),
+        };
+        // A torn write lies within the last window, or is the last
+        // record itself when that one is larger (its length, if the
+        // header survived, says how far it reaches).
+        let claimed = bytes
+            .get(pos..pos + 4)
+            .map_or(0, |h| u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize)
+            .saturating_add(8);
+        let reach = if pos.saturating_add(claimed) <= bytes.len() {
+            torn_window.max(claimed)
+        } else {
+            torn_window
+        };
+        let in_window = bytes.len() - pos <= reach;
+        if !in_window && (pos + 1..bytes.len()).any(|at| is_record(&bytes[at..])) {
+            return Err(ReadError::Damaged {
+                offset: pos as u64,
+                detail: bad,
+            });
         }
+        out.dropped_tail = Some(bad);
+        break;
     }
     Ok(out)
+}
+
+/// Whether `b` starts with a complete record whose checksum matches and
+/// whose payload decodes. Decodes before it hashes: on garbage the
+/// decoder gives up within a few bytes, while the hash would read the
+/// whole length the garbage claims.
+fn is_record(b: &[u8]) -> bool {
+    let Some(head) = b.get(..8) else {
+        return false;
+    };
+    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+    let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+    let Some(payload) = usize::try_from(len)
+        .ok()
+        .and_then(|l| b.get(8..l.checked_add(8)?))
+    else {
+        return false;
+    };
+    decode_payload(payload).is_ok() && crc32fast::hash(payload) == crc
 }
 
 fn read_record(b: &[u8]) -> Result<(u64, Vec<Op>, usize), FormatError> {
@@ -139,6 +229,11 @@ fn read_record(b: &[u8]) -> Result<(u64, Vec<Op>, usize), FormatError> {
     if crc32fast::hash(payload) != crc {
         return Err(FormatError::new("record checksum mismatch"));
     }
+    let (seq, ops) = decode_payload(payload)?;
+    Ok((seq, ops, end))
+}
+
+fn decode_payload(payload: &[u8]) -> Result<(u64, Vec<Op>), FormatError> {
     let mut r = Reader::new(payload);
     let seq = r.fixed_u64()?;
     let n = r.varint()?;
@@ -151,7 +246,7 @@ fn read_record(b: &[u8]) -> Result<(u64, Vec<Op>, usize), FormatError> {
     if !r.is_empty() {
         return Err(FormatError::new("trailing bytes in record"));
     }
-    Ok((seq, ops, end))
+    Ok((seq, ops))
 }
 
 pub(crate) fn read_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
@@ -190,6 +285,7 @@ impl LogWriter {
     /// dropped tail).
     pub fn open(path: &Path, good_len: u64) -> std::io::Result<LogWriter> {
         let mut file = OpenOptions::new().read(true).write(true).open(path)?;
+        crate::perms::make_private(&file)?;
         if file.metadata()?.len() != good_len {
             file.set_len(good_len)?;
             file.sync_all()?;
@@ -258,7 +354,8 @@ impl LogWriter {
                 let batch = std::mem::take(&mut g.pending);
                 let last = g.pending_last;
                 drop(g);
-                let res = file.write_all(&batch).and_then(|()| file.sync_data());
+                let res = pieces(&batch, TORN_WINDOW)
+                    .try_for_each(|piece| file.write_all(piece).and_then(|()| file.sync_data()));
                 g = self.lock();
                 g.flushing = false;
                 match res {
@@ -321,7 +418,7 @@ mod tests {
     #[test]
     fn reads_all_records() {
         let b = sample();
-        let c = read_log(&b).ok().unwrap();
+        let c = read_log_with_window(&b, 0).ok().unwrap();
         assert_eq!(c.generation, 3);
         assert_eq!(c.txns.len(), 3);
         assert!(c.dropped_tail.is_none());
@@ -331,7 +428,7 @@ mod tests {
     #[test]
     fn every_truncation_recovers_a_prefix() {
         let b = sample();
-        let full = read_log(&b).ok().unwrap();
+        let full = read_log_with_window(&b, 0).ok().unwrap();
         for cut in LOG_HEADER_LEN as usize..b.len() {
             let c = read_log(&b[..cut]).ok().unwrap();
             assert!(c.txns.len() < 3 || cut == b.len());
@@ -343,27 +440,130 @@ mod tests {
     #[test]
     fn sequence_numbers_must_ascend_from_the_first_record() {
         let mut b = header(1);
-        for seq in [0, 0, 1] {
+        for seq in [0, 0] {
             b.extend(encode_record(seq, &[Op::CreateEntry(1)]).unwrap());
         }
-        let c = read_log(&b).ok().unwrap();
+        let second = header(1).len() + encode_record(0, &[Op::CreateEntry(1)]).unwrap().len();
+        let c = read_log_with_window(&b, 0).ok().unwrap();
         assert_eq!(c.txns.len(), 1, "a repeated sequence 0 ends the log");
         assert!(c.dropped_tail.unwrap().contains("sequence 0 after 0"));
+        // With a good record after it, it is damage, not a tail to cut.
+        b.extend(encode_record(1, &[Op::CreateEntry(1)]).unwrap());
+        match read_log_with_window(&b, 0) {
+            Err(ReadError::Damaged { offset, detail }) => {
+                assert_eq!(offset, second as u64);
+                assert!(detail.contains("sequence 0 after 0"), "{detail}");
+            }
+            _ => panic!("not refused as damage"),
+        }
     }
 
     #[test]
     fn every_bit_flip_in_records_is_caught() {
         let b = sample();
-        let full = read_log(&b).ok().unwrap();
+        let full = read_log_with_window(&b, 0).ok().unwrap();
+        let starts: Vec<usize> = (0..3).map(encode_log_len).collect();
         for i in LOG_HEADER_LEN as usize..b.len() {
+            let record = starts.iter().rposition(|&s| s <= i).unwrap();
             for bit in 0..8 {
                 let mut c = b.clone();
                 c[i] ^= 1 << bit;
-                let got = read_log(&c).ok().unwrap();
-                // A flip never yields a transaction that was not written.
-                assert_eq!(&full.txns[..got.txns.len()], &got.txns[..]);
-                assert!(got.txns.len() < 3, "flip at {i}:{bit} went unnoticed");
+                match read_log_with_window(&c, 0) {
+                    // In the last record: a torn tail, cut off.
+                    Ok(got) => {
+                        assert_eq!(record, 2, "flip at {i}:{bit} in record {record} was cut");
+                        assert_eq!(&full.txns[..2], &got.txns[..]);
+                        assert_eq!(got.good_len, starts[2] as u64);
+                    }
+                    // Before it: damage at the record's start, not a tail.
+                    Err(ReadError::Damaged { offset, .. }) => {
+                        assert!(record < 2, "flip at {i}:{bit}");
+                        assert_eq!(offset, starts[record] as u64, "flip at {i}:{bit}");
+                    }
+                    Err(_) => panic!("flip at {i}:{bit}: a header error"),
+                }
             }
+        }
+    }
+
+    /// Where record `n` (from 0) of [`sample`] starts.
+    fn encode_log_len(n: u64) -> usize {
+        let mut b = header(3);
+        for seq in 1..=n {
+            b.extend(
+                encode_record(
+                    seq,
+                    &[
+                        Op::CreateEntry(seq as u32),
+                        Op::CreateIndex("artist".into()),
+                    ],
+                )
+                .unwrap(),
+            );
+        }
+        b.len()
+    }
+
+    #[test]
+    fn damage_in_the_last_window_is_a_torn_tail_even_with_good_records_after_it() {
+        // A power loss can keep a later page of the last, unsynced write
+        // and lose an earlier one: a torn write, not damage.
+        let b = sample();
+        let second = encode_log_len(1);
+        let mut c = b.clone();
+        c[second + 9] ^= 0x40;
+        let got = read_log(&c).ok().unwrap();
+        assert_eq!(got.txns.len(), 1);
+        assert_eq!(got.good_len, second as u64);
+        assert!(got.dropped_tail.is_some());
+    }
+
+    #[test]
+    fn flushes_are_written_in_pieces_of_at_most_the_window_cut_at_records() {
+        let b = sample();
+        let records = &b[LOG_HEADER_LEN as usize..];
+        let starts: Vec<usize> = (0..=3)
+            .map(|n| encode_log_len(n) - LOG_HEADER_LEN as usize)
+            .collect();
+        let longest = starts.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+        for window in [0, 1, longest, longest + 1, records.len(), usize::MAX] {
+            let got: Vec<&[u8]> = pieces(records, window).collect();
+            assert_eq!(got.concat(), records, "window {window}");
+            let mut at = 0;
+            for p in got {
+                at += p.len();
+                assert!(
+                    starts.contains(&at),
+                    "window {window}: a piece ends mid-record"
+                );
+                assert!(p.len() <= window.max(longest), "window {window}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_record_with_a_good_one_after_it_is_damage_not_a_tail() {
+        let b = sample();
+        let second = encode_log_len(1);
+        // Garbage where the second record's length was: the third record
+        // still follows, so nothing may be cut.
+        let mut c = b.clone();
+        c[second..second + 4].copy_from_slice(&[0xff; 4]);
+        match read_log_with_window(&c, 0) {
+            Err(ReadError::Damaged { offset, detail }) => {
+                assert_eq!(offset, second as u64);
+                assert!(detail.contains("incomplete record"), "{detail}");
+            }
+            _ => panic!("not refused as damage"),
+        }
+        // Garbage (or zeros, as a crash can leave) after the last record
+        // is a tail.
+        for tail in [vec![0u8; 40], vec![0xa5; 40]] {
+            let mut c = b.clone();
+            c.extend(&tail);
+            let got = read_log_with_window(&c, 0).ok().unwrap();
+            assert_eq!(got.txns.len(), 3);
+            assert_eq!(got.good_len, b.len() as u64);
         }
     }
 }

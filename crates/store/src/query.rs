@@ -3,7 +3,7 @@
 use spindle_query::{Coll, FetchSpec, SourcePref};
 
 use crate::column::{Cell, Column};
-use crate::engine::{self, Evaluator, Ids};
+use crate::engine::{self, Budget, Evaluator, Ids, Meter};
 use crate::error::QueryError;
 use crate::model::{Library, Prop, Ranks, ValueRef};
 
@@ -63,9 +63,28 @@ impl<'r, 'a> IntoIterator for &'r Rows<'a> {
 }
 
 impl Library {
-    /// The ids a collection selects, in result order.
+    /// The ids a collection selects, in result order. No limit on time or
+    /// work: for the CLI; queries from the network use
+    /// [`Library::query_ids_with_budget`].
     pub fn query_ids(&self, coll: &Coll, pref: &SourcePref) -> Result<Ids, QueryError> {
-        Evaluator::new(self, pref).eval(coll)
+        let meter = Meter::unlimited();
+        Evaluator::new(self, pref, &meter).eval(coll)
+    }
+
+    /// [`Library::query_ids`] within `budget`: past its time or steps, or
+    /// once its cancellation flag is raised, the query stops within
+    /// milliseconds with [`QueryError::OverTime`],
+    /// [`QueryError::OverSteps`] or [`QueryError::Cancelled`].
+    pub fn query_ids_with_budget(
+        &self,
+        coll: &Coll,
+        pref: &SourcePref,
+        budget: Budget,
+    ) -> Result<Ids, QueryError> {
+        let meter = Meter::new(budget);
+        let ids = Evaluator::new(self, pref, &meter).eval(coll)?;
+        meter.check()?;
+        Ok(ids)
     }
 
     /// A collection shaped by a fetch specification.

@@ -10,7 +10,6 @@
 //! INDEXES, COLLECTIONS, END. See `docs/store-format.md` for payloads.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
@@ -58,7 +57,7 @@ impl<W: Write> ChunkWriter<W> {
 /// Write the library as a data file at `path` (which should be a
 /// temporary name), fsynced.
 pub(crate) fn write(lib: &Library, generation: u64, path: &Path) -> std::io::Result<u64> {
-    let file = File::create(path)?;
+    let file = crate::perms::create_file(path)?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let mut h = Writer::new();
     h.raw(DATA_MAGIC);

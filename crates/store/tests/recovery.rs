@@ -1,7 +1,8 @@
 //! Recovery from damaged files and the process lock, at the `Db` level:
 //! a log cut or bit-flipped anywhere in its last record reopens at the
-//! last good commit (with a warning) and takes new commits; a damaged
-//! data file is refused; a compaction interrupted between its data file
+//! last good commit (with a warning) and takes new commits; a record
+//! damaged mid-log, with good ones after it, is refused with its offset
+//! and nothing is cut; a damaged data file is refused; a compaction interrupted between its data file
 //! and its new log loses nothing; a second writer process is told which
 //! PID holds the lock, while readers work alongside.
 
@@ -174,39 +175,61 @@ fn bit_flips_in_the_last_log_record_reopen_at_the_previous_commit() {
 }
 
 #[test]
-fn a_damaged_record_mid_log_drops_it_and_every_later_record() {
+fn a_damaged_record_mid_log_is_refused_with_its_offset_and_nothing_is_cut() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path()).unwrap();
     let mut lens = vec![log_len(dir.path())];
     let mut states = vec![dump(&db)];
     for n in 1..=4 {
-        db.commit(txn(n)).unwrap();
+        let mut ops = txn(n);
+        if n == 3 {
+            // More than the torn window (4 MiB) of records after the
+            // damage, so it cannot be the torn write of a power loss.
+            ops.push(add(n, "comment", "x".repeat(5 << 20)));
+        }
+        db.commit(ops).unwrap();
         lens.push(log_len(dir.path()));
         states.push(dump(&db));
     }
     drop(db);
     let log = fs::read(dir.path().join(LOG_FILE)).unwrap();
-    // Damage the payload of transaction 2 (the third record is intact).
+    // Damage the payload of transaction 2 (the third record is intact):
+    // cutting there would drop the acknowledged transactions 3 and 4.
     let mut damaged = log.clone();
     damaged[lens[1] as usize + 12] ^= 0x10;
     fs::write(dir.path().join(LOG_FILE), &damaged).unwrap();
-    let db = Db::open(dir.path()).unwrap();
-    assert_eq!(
-        dump(&db),
-        states[1],
-        "only transaction 1 precedes the damage"
-    );
-    let w = &db.open_report().warnings;
-    assert!(
-        w.len() == 1 && w[0].contains("checksum"),
-        "the warning names the cause: {w:?}"
-    );
-    drop(db);
-    assert_eq!(
-        log_len(dir.path()),
-        lens[1],
-        "the dropped tail is truncated"
-    );
+    for read_only in [false, true] {
+        let err = if read_only {
+            Db::open_read_only(dir.path())
+        } else {
+            Db::open(dir.path())
+        }
+        .err()
+        .expect("damage mid-log is refused");
+        match &err {
+            OpenError::Damaged { offset, detail, .. } => {
+                assert_eq!(*offset, lens[1], "the offset of transaction 2's record");
+                assert!(detail.contains("checksum"), "the cause: {detail}");
+            }
+            other => panic!("not a damage error: {other}"),
+        }
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("byte {}", lens[1])) && msg.contains("truncate"),
+            "{msg}"
+        );
+        assert_eq!(
+            fs::read(dir.path().join(LOG_FILE)).unwrap(),
+            damaged,
+            "the log is left as it was"
+        );
+    }
+    // Following the message (truncating at the offset) opens the library
+    // at transaction 1; restoring the log brings all four back.
+    fs::write(dir.path().join(LOG_FILE), &damaged[..lens[1] as usize]).unwrap();
+    assert_eq!(dump(&Db::open(dir.path()).unwrap()), states[1]);
+    fs::write(dir.path().join(LOG_FILE), &log).unwrap();
+    assert_eq!(dump(&Db::open(dir.path()).unwrap()), states[4]);
 }
 
 #[test]

@@ -17,8 +17,14 @@ pub const WINDOW: u64 = 64 * 1024;
 
 /// The fingerprint of the file at `path`.
 pub fn fingerprint(path: &Path) -> std::io::Result<String> {
-    let mut f = File::open(path)?;
+    fingerprint_opened(&File::open(path)?)
+}
+
+/// The fingerprint of an opened file (read from its start, whatever its
+/// position).
+pub fn fingerprint_opened(mut f: &File) -> std::io::Result<String> {
     let size = f.metadata()?.len();
+    f.seek(SeekFrom::Start(0))?;
     let mut buf = Vec::with_capacity(WINDOW as usize);
     (&mut f).take(WINDOW).read_to_end(&mut buf)?;
     let head = crc32fast::hash(&buf);

@@ -42,8 +42,9 @@ use rayon::prelude::*;
 use spindle_query::Value;
 use spindle_store::{CommitError, Db, Op};
 
-use crate::tags::{read_file, FileTags, SCAN_SOURCE};
-pub use fingerprint::fingerprint;
+use crate::beneath::MusicRoot;
+use crate::tags::{read_opened, FileTags, SCAN_SOURCE};
+pub use fingerprint::{fingerprint, fingerprint_opened};
 pub use progress::{Phase, Quiet, ScanObserver};
 pub use state::STATUS_MISSING;
 pub use url::{file_url, url_path};
@@ -160,7 +161,7 @@ pub fn scan(
     // moved. Their fingerprints let a new path take them over.
     let prefixes: Vec<String> = roots
         .iter()
-        .map(|r| format!("{}/", file_url(r).trim_end_matches('/')))
+        .map(|r| format!("{}/", file_url(r.path()).trim_end_matches('/')))
         .collect();
     let gone: Vec<&state::Known> = state
         .by_url
@@ -184,8 +185,13 @@ pub fn scan(
         let results: Vec<ReadResult> = chunk
             .par_iter()
             .map(|job| {
-                let (_, tags) = read_file(&job.found.path).map_err(|e| e.to_string())?;
-                let fp = fingerprint(&job.found.path).map_err(|e| e.to_string())?;
+                // Through the checked open: a link swapped in since the
+                // walk cannot lead the read out of the folder.
+                let (file, _) = roots[job.found.folder]
+                    .open(&job.found.path)
+                    .map_err(|e| e.to_string())?;
+                let (_, tags) = read_opened(&file, &job.found.path).map_err(|e| e.to_string())?;
+                let fp = fingerprint_opened(&file).map_err(|e| e.to_string())?;
                 Ok((tags, fp))
             })
             .collect();
@@ -296,7 +302,7 @@ fn add(entry: u32, key: &str, value: Value, source: &str) -> Op {
     }
 }
 
-fn canonical_roots(roots: &[PathBuf]) -> Result<Vec<PathBuf>, ScanError> {
+fn canonical_roots(roots: &[PathBuf]) -> Result<Vec<MusicRoot>, ScanError> {
     let mut out = Vec::with_capacity(roots.len());
     for r in roots {
         let c = std::fs::canonicalize(r).map_err(|source| ScanError::Root {
@@ -306,7 +312,10 @@ fn canonical_roots(roots: &[PathBuf]) -> Result<Vec<PathBuf>, ScanError> {
         if !c.is_dir() {
             return Err(ScanError::NotADirectory(r.clone()));
         }
-        out.push(c);
+        out.push(MusicRoot::new(&c).map_err(|e| ScanError::Root {
+            path: r.clone(),
+            source: std::io::Error::other(e),
+        })?);
     }
     Ok(out)
 }

@@ -6,6 +6,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use spindle_query::{Coll, Filter, OrderBy, SourcePref};
 
+use super::budget::Meter;
 use super::filter::{CField, COp, Compiled};
 use crate::column::Cell;
 use crate::error::QueryError;
@@ -33,9 +34,14 @@ impl Ids {
 
 const MAX_REFERENCE_DEPTH: usize = 32;
 
+/// Steps counted for compiling one filter (source ranks, key lookups).
+const COMPILE_STEPS: u64 = 16;
+
 pub(crate) struct Evaluator<'a> {
     lib: &'a Library,
     pref: &'a SourcePref,
+    /// The query's budget; every loop below counts its work here.
+    meter: &'a Meter,
     refs: Vec<String>,
     /// Compiled filters by address (a filter is compiled once per query).
     compiled: HashMap<*const Filter, Compiled>,
@@ -53,10 +59,11 @@ enum Test<'c> {
 }
 
 impl<'a> Evaluator<'a> {
-    pub fn new(lib: &'a Library, pref: &'a SourcePref) -> Self {
+    pub fn new(lib: &'a Library, pref: &'a SourcePref, meter: &'a Meter) -> Self {
         Evaluator {
             lib,
             pref,
+            meter,
             refs: Vec::new(),
             compiled: HashMap::new(),
         }
@@ -65,26 +72,48 @@ impl<'a> Evaluator<'a> {
     fn compile(&mut self, f: &Filter) -> &Compiled {
         let lib = self.lib;
         let pref = self.pref;
+        let meter = self.meter;
         self.compiled.entry(f as *const Filter).or_insert_with(|| {
+            meter.tick(COMPILE_STEPS);
             let ranks = lib.ranks(f.sourcepref.as_ref().unwrap_or(pref));
             Compiled::new(lib, f, ranks)
         })
     }
 
+    /// Every live id, counted against the budget before it is gathered.
+    fn all_ids(&self) -> Result<Vec<u32>, QueryError> {
+        self.meter.tick(self.lib.entries.len() as u64);
+        self.meter.check()?;
+        Ok(self.lib.all_ids())
+    }
+
+    /// Evaluate `coll`, or stop with the budget's error.
     pub fn eval(&mut self, coll: &Coll) -> Result<Ids, QueryError> {
+        self.meter.check()?;
+        let ids = self.eval_node(coll)?;
+        // Loops that ran out of budget stopped early: their result is
+        // partial and must not be used.
+        self.meter.check()?;
+        Ok(ids)
+    }
+
+    fn eval_node(&mut self, coll: &Coll) -> Result<Ids, QueryError> {
         Ok(match coll {
-            Coll::Universe => Ids::set(self.lib.all_ids()),
+            Coll::Universe => Ids::set(self.all_ids()?),
             Coll::Filter { filter, operand } => {
                 if matches!(**operand, Coll::Universe) {
                     Ids::set(self.filter_universe(filter))
                 } else {
                     let base = self.eval(operand)?;
                     let lib = self.lib;
+                    let meter = self.meter;
                     let c = self.compile(filter);
                     let ids = base
                         .ids
                         .into_iter()
-                        .filter(|&id| lib.entry(id).is_some_and(|p| c.test(lib, id, p)))
+                        .filter(|&id| {
+                            meter.tick(c.cost) && lib.entry(id).is_some_and(|p| c.test(lib, id, p))
+                        })
                         .collect();
                     Ids {
                         ids,
@@ -100,7 +129,7 @@ impl<'a> Evaluator<'a> {
                 if inner.ordered {
                     sorted.sort_unstable();
                 }
-                Ids::set(difference(&self.lib.all_ids(), &sorted))
+                Ids::set(difference(&self.all_ids()?, &sorted))
             }
             Coll::Order {
                 by,
@@ -108,6 +137,8 @@ impl<'a> Evaluator<'a> {
                 operand,
             } => {
                 let base = self.eval(operand)?;
+                self.meter.tick(base.ids.len() as u64);
+                self.meter.check()?;
                 Ids {
                     ids: self.order(base.ids, by, *descending),
                     ordered: true,
@@ -132,6 +163,8 @@ impl<'a> Evaluator<'a> {
                 Ids::set(inner.ids)
             }
             Coll::IdList(list) => {
+                self.meter.tick(list.len() as u64);
+                self.meter.check()?;
                 let mut seen = std::collections::HashSet::new();
                 let ids = list
                     .iter()
@@ -144,7 +177,7 @@ impl<'a> Evaluator<'a> {
                 // A fresh evaluator: the decoded tree is a temporary, and
                 // the filter cache is keyed by address.
                 let coll = self.resolve(name)?;
-                let mut sub = Evaluator::new(self.lib, self.pref);
+                let mut sub = Evaluator::new(self.lib, self.pref, self.meter);
                 sub.refs = self.refs.clone();
                 sub.refs.push(name.clone());
                 sub.eval(&coll)?
@@ -166,14 +199,18 @@ impl<'a> Evaluator<'a> {
 
     /// A filter over every entry: from the index if it can, else a scan
     /// of the key's best-value column (built by the first scan).
+    ///
+    /// Out of budget it stops early with a partial result, which
+    /// [`Evaluator::eval`] then refuses.
     fn filter_universe(&mut self, f: &Filter) -> Vec<u32> {
         let lib = self.lib;
+        let meter = self.meter;
         let c = self.compile(f);
         // HAS selects a large share of the library: reading the column
         // beats gathering every posting of the index.
         let has = matches!(c.op, COp::Has);
         if !has || !matches!(c.field, CField::Key(_)) {
-            if let Some(cands) = c.candidates(lib) {
+            if let Some(cands) = c.candidates(lib, meter) {
                 if matches!(c.field, CField::Id) {
                     return cands;
                 }
@@ -181,9 +218,11 @@ impl<'a> Evaluator<'a> {
                 return cands
                     .into_iter()
                     .filter(|&id| {
-                        lib.entry(id).is_some_and(|p| {
-                            (exact && c.accept_single_source(p) == Some(true)) || c.test(lib, id, p)
-                        })
+                        meter.tick(c.cost)
+                            && lib.entry(id).is_some_and(|p| {
+                                (exact && c.accept_single_source(p) == Some(true))
+                                    || c.test(lib, id, p)
+                            })
                     })
                     .collect();
             }
@@ -194,6 +233,7 @@ impl<'a> Evaluator<'a> {
                 .entries
                 .iter()
                 .enumerate()
+                .take_while(|_| meter.tick(c.cost))
                 .filter_map(|(id, e)| {
                     let p = e.as_deref()?;
                     c.test(lib, id as u32, p).then_some(id as u32)
@@ -201,6 +241,10 @@ impl<'a> Evaluator<'a> {
                 .collect();
         };
         if c.col.is_none() {
+            // Building the column reads every entry once.
+            if !meter.tick(lib.entries.len() as u64) {
+                return Vec::new();
+            }
             let col = lib.column(k, &c.ranks, true);
             if let Some(c) = self.compiled.get_mut(&(f as *const Filter)) {
                 c.col = col;
@@ -211,6 +255,7 @@ impl<'a> Evaluator<'a> {
             return Vec::new();
         };
         col.present(lib.entries.len())
+            .take_while(|_| meter.tick(c.cost))
             .filter(|&(id, cell)| match cell {
                 Cell::None => false,
                 Cell::One(v) => has || c.value_matches(lib, v),
@@ -245,6 +290,10 @@ impl<'a> Evaluator<'a> {
         for o in ops {
             parts.push(self.eval(o)?);
         }
+        // Merging copies every part once more.
+        self.meter
+            .tick(parts.iter().map(|p| p.ids.len() as u64).sum());
+        self.meter.check()?;
         if parts.iter().all(|p| !p.ordered) {
             let mut all: Vec<u32> = Vec::with_capacity(parts.iter().map(|p| p.ids.len()).sum());
             for p in parts {
@@ -273,12 +322,14 @@ impl<'a> Evaluator<'a> {
         if let Some(first) = first {
             let mut rest = Vec::new();
             for o in &ops[1..] {
+                self.meter.check()?;
                 rest.push(self.test_for(o)?);
             }
             let lib = self.lib;
             let ids = first
                 .ids
                 .into_iter()
+                .take_while(|_| self.meter.tick(1))
                 .filter(|&id| {
                     lib.entry(id)
                         .is_some_and(|p| rest.iter().all(|t| self.run_test(t, id, p)))
@@ -290,6 +341,7 @@ impl<'a> Evaluator<'a> {
         let mut sets: Vec<Vec<u32>> = Vec::new();
         let mut tests = Vec::new();
         for o in ops {
+            self.meter.check()?;
             if self.indexable(o) {
                 let r = self.eval(o)?;
                 let mut ids = r.ids;
@@ -308,6 +360,8 @@ impl<'a> Evaluator<'a> {
                 let mut it = sets.into_iter();
                 let mut acc = it.next().unwrap_or_default();
                 for s in it {
+                    self.meter.tick((acc.len() + s.len()) as u64);
+                    self.meter.check()?;
                     acc = intersect(&acc, &s);
                     if acc.is_empty() {
                         break;
@@ -324,6 +378,7 @@ impl<'a> Evaluator<'a> {
                 tests.remove(0);
                 let r = self.eval(first)?;
                 let mut ids = r.ids;
+                self.meter.tick(ids.len() as u64);
                 ids.sort_unstable();
                 ids
             }
@@ -331,12 +386,15 @@ impl<'a> Evaluator<'a> {
         if !tests.is_empty() && !cands.is_empty() {
             let mut compiled = Vec::new();
             for o in tests {
+                self.meter.check()?;
                 compiled.push(self.test_for(o)?);
             }
             let lib = self.lib;
             cands.retain(|&id| {
-                lib.entry(id)
-                    .is_some_and(|p| compiled.iter().all(|t| self.run_test(t, id, p)))
+                self.meter.ok()
+                    && lib
+                        .entry(id)
+                        .is_some_and(|p| compiled.iter().all(|t| self.run_test(t, id, p)))
             });
         }
         Ok(Ids {
@@ -379,6 +437,7 @@ impl<'a> Evaluator<'a> {
             Coll::Intersection(ops) if !ops.iter().any(|o| self.may_be_ordered(o)) => {
                 let mut v = Vec::new();
                 for o in ops {
+                    self.meter.check()?;
                     v.push(self.test_for(o)?);
                 }
                 Test::And(v)
@@ -386,29 +445,33 @@ impl<'a> Evaluator<'a> {
             Coll::Union(ops) if !ops.iter().any(|o| self.may_be_ordered(o)) => {
                 let mut v = Vec::new();
                 for o in ops {
+                    self.meter.check()?;
                     v.push(self.test_for(o)?);
                 }
                 Test::Or(v)
             }
             other => {
                 let mut ids = self.eval(other)?.ids;
+                self.meter.tick(ids.len() as u64);
                 ids.sort_unstable();
                 Test::Member(ids)
             }
         })
     }
 
+    /// Out of budget the answer is meaningless; the caller's
+    /// [`Evaluator::eval`] then refuses the result.
     fn run_test(&self, t: &Test<'_>, id: u32, props: &[Prop]) -> bool {
         match t {
             Test::All => true,
             Test::Filter(f) => self
                 .compiled
                 .get(&(*f as *const Filter))
-                .is_some_and(|c| c.test(self.lib, id, props)),
+                .is_some_and(|c| self.meter.tick(c.cost) && c.test(self.lib, id, props)),
             Test::Not(t) => !self.run_test(t, id, props),
             Test::And(v) => v.iter().all(|t| self.run_test(t, id, props)),
             Test::Or(v) => v.iter().any(|t| self.run_test(t, id, props)),
-            Test::Member(ids) => ids.binary_search(&id).is_ok(),
+            Test::Member(ids) => self.meter.tick(1) && ids.binary_search(&id).is_ok(),
         }
     }
 

@@ -9,6 +9,7 @@ use crate::index::{KeyIndex, Posting};
 use std::cell::RefCell;
 use std::sync::Arc;
 
+use super::budget::Meter;
 use crate::column::{Cell, Column};
 use crate::model::{Library, Prop, Ranks, Val};
 
@@ -26,6 +27,9 @@ pub(crate) struct Compiled {
     /// builds a string (globs, words, comparisons of strings): a query
     /// meets the same artist or album many times.
     memo: RefCell<hashbrown::HashMap<u32, bool>>,
+    /// Budget steps one test of a value costs: 1, and more for a long
+    /// glob, word or bound (a glob's test grows with its length).
+    pub cost: u64,
 }
 
 pub(crate) enum CField {
@@ -101,6 +105,12 @@ impl Compiled {
             CField::Key(k) => lib.column(k, &ranks, false),
             _ => None,
         };
+        let len = match &op {
+            COp::Match(g) => g.len(),
+            COp::Token { word, .. } => word.len(),
+            COp::Cmp(_, key, _) => key.len(),
+            _ => 0,
+        };
         Compiled {
             field,
             op,
@@ -108,6 +118,7 @@ impl Compiled {
             case_sensitive: cs,
             col,
             memo: RefCell::default(),
+            cost: 1 + len as u64 / 16,
         }
     }
 
@@ -239,17 +250,21 @@ impl Compiled {
     }
 
     /// Candidate ids from an index (a superset of the matches), or `None`
-    /// if the index cannot narrow this filter down.
-    pub fn candidates(&self, lib: &Library) -> Option<Vec<u32>> {
+    /// if the index cannot narrow this filter down. Out of budget
+    /// (`meter`), a partial list.
+    pub fn candidates(&self, lib: &Library, meter: &Meter) -> Option<Vec<u32>> {
         let k = match self.field {
             CField::Unknown => return Some(Vec::new()),
-            CField::Id => return self.id_candidates(lib),
+            CField::Id => return self.id_candidates(lib, meter),
             CField::Key(k) => k,
         };
         let idx = lib.indexes.get(&k)?;
         let mut out: Vec<u32> = Vec::new();
         let ranks = &self.ranks;
         let mut push = |list: &[Posting]| {
+            if !meter.tick(list.len() as u64) {
+                return;
+            }
             for p in list {
                 if ranks.rank.get(p.src as usize).copied() != Some(crate::model::IGNORED) {
                     out.push(p.entry);
@@ -305,7 +320,7 @@ impl Compiled {
                 if self.case_sensitive {
                     return None;
                 }
-                match_candidates(lib, idx, g, &mut push)?;
+                match_candidates(lib, idx, g, self.cost, meter, &mut push)?;
             }
         }
         out.sort_unstable();
@@ -313,7 +328,7 @@ impl Compiled {
         Some(out)
     }
 
-    fn id_candidates(&self, lib: &Library) -> Option<Vec<u32>> {
+    fn id_candidates(&self, lib: &Library, meter: &Meter) -> Option<Vec<u32>> {
         let n = lib.entries.len() as i64;
         let (lo, hi) = match &self.op {
             COp::EqInt(i) => (*i, *i),
@@ -337,7 +352,7 @@ impl Compiled {
         let hi = hi.min(n - 1);
         let mut out = Vec::new();
         let mut i = lo;
-        while i <= hi {
+        while i <= hi && meter.tick(1) {
             if lib.contains(i as u32) {
                 out.push(i as u32);
             }
@@ -367,6 +382,8 @@ fn match_candidates(
     lib: &Library,
     idx: &KeyIndex,
     g: &[char],
+    cost: u64,
+    meter: &Meter,
     push: &mut impl FnMut(&[Posting]),
 ) -> Option<()> {
     let prefix: String = g.iter().take_while(|c| **c != '*' && **c != '?').collect();
@@ -395,6 +412,9 @@ fn match_candidates(
         return None;
     }
     for &f in idx.strs.keys() {
+        if !meter.tick(cost) {
+            break;
+        }
         let chars: Vec<char> = lib.strings.resolve(f).chars().collect();
         if glob_match_chars(g, &chars) {
             let key = collation_key_str(lib.strings.resolve(f));

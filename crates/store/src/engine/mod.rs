@@ -8,11 +8,17 @@
 //! union merges; a complement subtracts from the universe. Anything
 //! ordered (ORDER, LIMIT, IDLIST) keeps its order through unions and as
 //! the first operand of an intersection.
+//!
+//! Every loop counts its work against the query's [`Budget`] (time, steps,
+//! a cancellation flag) and stops early when it runs out; see [`budget`].
 
+pub(crate) mod budget;
 mod eval;
 mod fetch;
 pub(crate) mod filter;
 
+pub use budget::Budget;
+pub(crate) use budget::Meter;
 pub(crate) use eval::Evaluator;
 pub use eval::Ids;
 pub(crate) use fetch::fetch;
