@@ -33,12 +33,14 @@ def test_handshake_nowplaying_and_submission(server):
                      f"o[{i}]": "P", f"r[{i}]": "", f"l[{i}]": "240", f"b[{i}]": "AS Album", f"n[{i}]": "",
                      f"m[{i}]": ""})
     assert requests.post(sub_url, data=form, timeout=5).text == "OK\n"
+    # The history is private: its owner reads it with their token.
+    auth = {"Authorization": f"Token {server.token}"}
     lb = requests.get(f"{server.url}/1/user/{server.user}/listens",
-                      params={"min_ts": t0 - 1, "max_ts": t0 + 1000}, timeout=5)
+                      params={"min_ts": t0 - 1, "max_ts": t0 + 1000}, headers=auth, timeout=5)
     # min_ts and max_ts together are refused as in ListenBrainz.
     assert lb.status_code == 400
     lb = requests.get(f"{server.url}/1/user/{server.user}/listens", params={"max_ts": t0 + 1000, "count": 3},
-                      timeout=5).json()
+                      headers=auth, timeout=5).json()
     assert [x["track_metadata"]["track_name"] for x in lb["payload"]["listens"]] == \
         ["AS Track 2", "AS Track 1", "AS Track 0"]
 

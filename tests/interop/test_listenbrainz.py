@@ -69,3 +69,26 @@ def test_limits_of_a_submission(server):
         "artist_name": "L", "track_name": "T", "additional_info": {"x": "y" * 11000}}}]}
     assert requests.post(url, json=big, headers=h, timeout=5).status_code == 400
     assert requests.post(url, json=old, headers={"Authorization": "Token nope"}, timeout=5).status_code == 401
+
+
+def test_history_is_private_until_the_user_makes_it_public(lb, server):
+    from conftest import cli
+    anon = liblistenbrainz.ListenBrainz(api_base_url=server.url) if hasattr(lb, "api_base_url") \
+        else liblistenbrainz.ListenBrainz()
+    errors = []
+    for name in (server.user, "nobody-here"):
+        with pytest.raises(liblistenbrainz.errors.ListenBrainzAPIException) as e:
+            anon.get_listens(name)
+        errors.append((e.value.status_code, e.value.message))
+    # A private user and an unknown one get the same answer.
+    assert errors[0] == errors[1] and errors[0][0] == 401
+    assert lb.get_listens(server.user, count=1), "the owner reads with the token"
+    # Set with the CLI beside the running server, seen at once.
+    cli(server.data_dir, "user", "privacy", server.user, "public")
+    try:
+        assert anon.get_listens(server.user, count=1)
+        anon.get_playing_now(server.user)
+    finally:
+        cli(server.data_dir, "user", "privacy", server.user, "private")
+    with pytest.raises(liblistenbrainz.errors.ListenBrainzAPIException):
+        anon.get_listens(server.user)

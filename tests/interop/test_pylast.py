@@ -118,3 +118,26 @@ def test_top_artists(net, server):
     assert all(w == 17 for _, w in names[1:])
     week = net.get_user(PYLAST_USER).get_top_artists(period=pylast.PERIOD_7DAYS, limit=50)
     assert sum(int(x.weight) for x in week) == 120
+
+
+def test_history_is_read_by_its_owner_only_and_keys_stay_with_their_api_key(net, server):
+    from conftest import cli
+    anon = network(server)
+    codes = []
+    for name in (PYLAST_USER, "nobody-here"):
+        with pytest.raises(pylast.WSError) as e:
+            anon.get_user(name).get_recent_tracks(limit=1)
+        codes.append((e.value.get_id(), str(e.value)))
+    # A private user and an unknown one get the same answer.
+    assert codes[0] == codes[1] and codes[0][0] == "17"
+    assert net.get_user(PYLAST_USER).get_recent_tracks(limit=1), "the owner reads with the session"
+    # The session key is no use under another application's API key.
+    out = cli(server.data_dir, "apikey", "add", "--name", "other")
+    key = out.split("api_key ")[1].split()[0]
+    secret = out.split("secret ")[1].split()[0]
+    other = pylast.LibreFMNetwork(api_key=key, api_secret=secret)
+    other.ws_server, other.homepage, other.proxy = net.ws_server, net.homepage, net.proxy
+    other.session_key = net.session_key
+    with pytest.raises(pylast.WSError) as e:
+        other.update_now_playing(artist="Other", title="Key")
+    assert e.value.get_id() == "9"

@@ -65,6 +65,10 @@ run([BIN, "--data-dir", data, "user", "add", "alice"], inp="alice-password\n")
 run([BIN, "--data-dir", data, "user", "add", "bob"], inp="bob-password\n")
 keys = dict(l.split(" ", 1) for l in run([BIN, "--data-dir", data, "apikey", "add", "--name", "scrobbler"]).split("\n") if " " in l)
 bob_token = run([BIN, "--data-dir", data, "user", "token", "bob"]).strip()
+# The checks below read the histories with the API key alone, as anyone
+# may once a user makes their history public (private by default).
+for u in ("alice", "bob"):
+    run([BIN, "--data-dir", data, "user", "privacy", u, "public"])
 
 
 def start_server(listen="127.0.0.1:0"):

@@ -251,6 +251,26 @@ impl Accounts {
 
     /// Adds a user with a password.
     pub fn add_user(&self, name: &str, password: &str, now: i64) -> Result<(), AccountError> {
+        self.add_user_hashed_by(name, password, now, &Argon2::default())
+    }
+
+    /// [`Accounts::add_user`] with cheap Argon2 parameters (64 KiB, one
+    /// pass), for tests that run many logins.
+    #[cfg(test)]
+    pub(crate) fn add_user_cheaply(&self, name: &str, password: &str) {
+        let params = argon2::Params::new(64, 1, 1, None).expect("valid parameters");
+        let argon = Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
+        self.add_user_hashed_by(name, password, 0, &argon)
+            .expect("a test user");
+    }
+
+    fn add_user_hashed_by(
+        &self,
+        name: &str,
+        password: &str,
+        now: i64,
+        argon: &Argon2<'_>,
+    ) -> Result<(), AccountError> {
         if !valid_name(name) {
             return Err(AccountError::InvalidName(name.into()));
         }
@@ -258,7 +278,7 @@ impl Accounts {
             return Err(AccountError::EmptyPassword);
         }
         let salt = SaltString::generate(&mut OsRng);
-        let password_hash = Argon2::default()
+        let password_hash = argon
             .hash_password(password.as_bytes(), &salt)
             .map_err(|e| AccountError::Hash(e.to_string()))?
             .to_string();
@@ -301,7 +321,15 @@ impl Accounts {
         self.lookup(|d| d.users.get(name).map(|u| u.created))
     }
 
-    /// Checks a password against the Argon2 hash.
+    /// The user's Argon2 hash (PHC string), for the server's hashing pool
+    /// ([`crate::auth_guard`]), which checks it with bounded memory.
+    pub fn password_hash(&self, name: &str) -> Option<String> {
+        self.lookup(|d| d.users.get(name).map(|u| u.password_hash.clone()))
+    }
+
+    /// Checks a password against the Argon2 hash, on the caller's thread
+    /// (for the command line; the server goes through
+    /// [`crate::auth_guard::AuthGuard::password`]).
     pub fn check_password(&self, name: &str, password: &str) -> bool {
         let Some(hash) = self.lookup(|d| d.users.get(name).map(|u| u.password_hash.clone())) else {
             return false;
@@ -423,7 +451,8 @@ impl Accounts {
     }
 }
 
-fn constant_eq(a: &[u8], b: &[u8]) -> bool {
+/// Compares in time that depends on the lengths only.
+pub(crate) fn constant_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

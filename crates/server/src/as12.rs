@@ -12,12 +12,27 @@ use axum::Router;
 use spindle_listens::Listen;
 
 use crate::accounts::{md5_hex, random_hex};
+use crate::auth_guard::Denied;
 use crate::params::Params;
 use crate::scrobble;
 use crate::state::{lock, AppState};
 
 /// How far the client's clock may be off, seconds.
 pub const MAX_SKEW: i64 = 3600;
+
+/// A session id ends after this long without a submission or now-playing
+/// report: 24 hours. Players hand-shake again when told `BADSESSION`, so
+/// a short life costs them one request, and an abandoned id is not kept.
+pub const SESSION_IDLE: i64 = 24 * 3600;
+
+/// Most live session ids per user: 16, one per player with room to
+/// spare; a new handshake past it ends that user's oldest session. With
+/// only authenticated users holding sessions, the table stays under 16 ×
+/// the number of accounts, however often clients hand-shake.
+pub const MAX_SESSIONS_PER_USER: usize = 16;
+
+/// The live session ids (see [`SESSION_IDLE`], [`MAX_SESSIONS_PER_USER`]).
+pub(crate) type Sessions = crate::expiry::IdleSessions<SESSION_IDLE, MAX_SESSIONS_PER_USER>;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -54,13 +69,17 @@ async fn handshake(State(st): State<AppState>, req: Request) -> Response {
     let Ok(ts) = t.parse::<i64>() else {
         return text("FAILED t is not a timestamp\n".into());
     };
-    if (ts - st.now()).abs() > MAX_SKEW {
+    // abs_diff: any i64 the client sends, without overflow.
+    if ts.abs_diff(st.now()) > MAX_SKEW.unsigned_abs() {
         return text("BADTIME\n".into());
     }
-    let ok = match (p.get("a"), p.get("sk"), p.get("api_key")) {
+    let ok = || match (p.get("a"), p.get("sk"), p.get("api_key")) {
         (Some(a), Some(sk), Some(key)) => {
-            // 1.2.1 web-service auth: a = md5(secret + t).
-            st.accounts.session(sk).is_some_and(|s| s.user == user)
+            // 1.2.1 web-service auth: a = md5(secret + t), with a session
+            // key issued under the same API key.
+            st.accounts
+                .session(sk)
+                .is_some_and(|s| s.user == user && s.api_key == key)
                 && st.accounts.api_secret(key).is_some_and(|sec| {
                     md5_hex(format!("{sec}{t}").as_bytes()) == a.to_ascii_lowercase()
                 })
@@ -70,11 +89,25 @@ async fn handshake(State(st): State<AppState>, req: Request) -> Response {
         }),
         _ => false,
     };
-    if !ok {
-        return text("BADAUTH\n".into());
+    // Throttled: a client that must wait is refused before `ok` runs.
+    let ip = crate::auth_guard::client_ip(req.extensions());
+    let checked = st
+        .guard
+        .check(ip, Some(user), "as12", || ok().then_some(()));
+    // A wait is a FAILED, which players retry later, not a BADAUTH, which
+    // makes them drop credentials that may be right.
+    match checked {
+        Ok(()) => {}
+        Err(Denied::Wrong) => return text("BADAUTH\n".into()),
+        Err(Denied::Wait { retry_after }) => {
+            return text(format!(
+                "FAILED too many failed logins; try again in {retry_after} s\n"
+            ))
+        }
+        Err(Denied::Busy) => return text("FAILED the server is busy; try again later\n".into()),
     }
     let sid = random_hex();
-    lock(&st.live.as12_sessions).insert(sid.clone(), user.to_owned());
+    lock(&st.live.as12_sessions).insert(sid.clone(), user, st.now());
     text(format!(
         "OK\n{sid}\n{base}/as12/nowplaying\n{base}/as12/submissions\n"
     ))
@@ -82,13 +115,16 @@ async fn handshake(State(st): State<AppState>, req: Request) -> Response {
 
 async fn form(st: &AppState, req: Request) -> Result<(Params, String), Response> {
     let query = req.uri().query().map(str::to_owned);
-    let body = axum::body::to_bytes(req.into_body(), st.config.max_body)
+    // The session id is in the body: its size, deadline and the body
+    // budget are what bound a client without one (crate::body).
+    let limit = crate::body::SCROBBLE_FORM_MAX;
+    let body = crate::body::read_body(req.into_body(), limit, &st.bodies)
         .await
-        .map_err(|_| text("FAILED request too large\n".into()))?;
+        .map_err(|e| e.decorate(text(format!("FAILED {e}\n"))))?;
     let p = Params::parse(query.as_deref(), &body);
     let user = p
         .get("s")
-        .and_then(|s| lock(&st.live.as12_sessions).get(s).cloned())
+        .and_then(|s| lock(&st.live.as12_sessions).user(s, st.now()))
         .ok_or_else(|| text("BADSESSION\n".into()))?;
     Ok((p, user))
 }

@@ -9,6 +9,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
 
+use crate::auth_guard::{http_refusal, Denied};
 use crate::lastfm::{approve_token, token_pending};
 use crate::params::Params;
 use crate::state::AppState;
@@ -67,9 +68,11 @@ async fn page(State(st): State<AppState>, req: Request) -> Response {
 }
 
 async fn grant(State(st): State<AppState>, req: Request) -> Response {
+    let ip = crate::auth_guard::client_ip(req.extensions());
     let query = req.uri().query().map(str::to_owned);
-    let Ok(body) = axum::body::to_bytes(req.into_body(), 64 * 1024).await else {
-        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    let body = match crate::body::read_body(req.into_body(), 64 * 1024, &st.bodies).await {
+        Ok(b) => b,
+        Err(e) => return e.decorate(e.to_string().into_response()),
     };
     let p = Params::parse(query.as_deref(), &body);
     let get = |n: &str| p.get(n).unwrap_or("").to_owned();
@@ -80,27 +83,45 @@ async fn grant(State(st): State<AppState>, req: Request) -> Response {
         get("password"),
         get("cb"),
     );
-    let acc = st.accounts.clone();
-    let (u2, pw2) = (user.clone(), pw);
-    let ok = tokio::task::spawn_blocking(move || acc.check_password(&u2, &pw2))
-        .await
-        .unwrap_or(false);
-    if !ok {
-        return (
-            StatusCode::FORBIDDEN,
-            Html(form(&key, &token, &cb, "Wrong user name or password.")),
-        )
-            .into_response();
-    }
-    if !approve_token(&st, &key, &token, &user) {
-        return (
+    let invalid = || {
+        (
             StatusCode::BAD_REQUEST,
             Html(
                 "<!doctype html><p>This authorisation link is invalid or has expired.</p>"
                     .to_owned(),
             ),
         )
-            .into_response();
+            .into_response()
+    };
+    // A password is checked only for a link that can still be approved.
+    if !token_pending(&st, &key, &token) {
+        return invalid();
+    }
+    let checked = st
+        .guard
+        .password(&st.accounts, ip, &user, &pw, "lastfm-auth-page")
+        .await;
+    match checked {
+        Ok(()) => {}
+        Err(Denied::Wrong) => {
+            return (
+                StatusCode::FORBIDDEN,
+                Html(form(&key, &token, &cb, "Wrong user name or password.")),
+            )
+                .into_response()
+        }
+        Err(denied) => {
+            return http_refusal(denied, "", |status, msg| {
+                let mut note = format!("{msg}.");
+                if let Some(first) = note.get_mut(..1) {
+                    first.make_ascii_uppercase();
+                }
+                (status, Html(form(&key, &token, &cb, &note))).into_response()
+            })
+        }
+    }
+    if !approve_token(&st, &key, &token, &user) {
+        return invalid();
     }
     if cb.starts_with("http://") || cb.starts_with("https://") {
         let sep = if cb.contains('?') { '&' } else { '?' };

@@ -13,9 +13,17 @@
 //! [`crate::stream::sendfile`]). Everything else is as `axum::serve` sets
 //! it up: TCP_NODELAY, the peer address as `ConnectInfo`, graceful
 //! shutdown.
+//!
+//! Every connection is also bounded in time: a request head must arrive
+//! within [`HEADER_TIMEOUT`] (hyper's timer also runs while a keep-alive
+//! connection waits for its next request, so it is the idle timeout too),
+//! and a client that reads nothing of a response for [`WRITE_TIMEOUT`] is
+//! disconnected (in [`SendfileStream`]). Bodies have their own deadlines
+//! ([`crate::body`]).
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
@@ -29,15 +37,50 @@ use crate::stream::sendfile::{self, SendQueue, SendfileStream};
 /// and at most this much of a body queued beyond one chunk.
 pub const MAX_BUF: usize = 16 * 1024;
 
+/// [`crate::Config::header_timeout`]'s default: 30 s to send a request's
+/// head, and the longest a keep-alive connection waits idle for its next
+/// request. A slowloris client that never finishes its headers holds its
+/// connection (16 KiB of buffer, a file descriptor) this long and no
+/// longer; a real client sends a head in one packet.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// [`crate::Config::write_timeout`]'s default: 60 s. A connection whose
+/// socket takes no bytes of a response for this long is closed. A player
+/// that paused reads nothing while its buffer is full, but the socket
+/// still takes the send queue's worth and clients resume within seconds;
+/// 60 s without a byte is a client that is gone or stalling on purpose.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A connection's settings (from [`crate::Config`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ConnSettings {
+    /// The most bytes a connection keeps queued unsent in the kernel
+    /// (`TCP_NOTSENT_LOWAT`; 0 leaves the kernel's default, as much as
+    /// the send buffer holds).
+    pub send_queue: u32,
+    /// See [`HEADER_TIMEOUT`].
+    pub header_timeout: Duration,
+    /// See [`WRITE_TIMEOUT`].
+    pub write_timeout: Duration,
+}
+
+impl From<&crate::Config> for ConnSettings {
+    fn from(c: &crate::Config) -> ConnSettings {
+        ConnSettings {
+            send_queue: c.send_queue,
+            header_timeout: c.header_timeout,
+            write_timeout: c.write_timeout,
+        }
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` resolves; then stops
 /// accepting, lets each connection finish its request in flight, and
-/// returns when all have closed. `send_queue`: the most bytes a connection
-/// keeps queued unsent in the kernel (`TCP_NOTSENT_LOWAT`; 0 leaves the
-/// kernel's default, as much as the send buffer holds).
+/// returns when all have closed.
 pub async fn serve_connections(
     listener: tokio::net::TcpListener,
     app: axum::Router,
-    send_queue: u32,
+    settings: ConnSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (signal_tx, signal_rx) = tokio::sync::watch::channel(());
@@ -61,9 +104,9 @@ pub async fn serve_connections(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        if send_queue > 0 {
+        if settings.send_queue > 0 {
             use std::os::fd::AsFd;
-            let _ = spindle_io::set_notsent_lowat(stream.as_fd(), send_queue);
+            let _ = spindle_io::set_notsent_lowat(stream.as_fd(), settings.send_queue);
         }
         let svc = app
             .clone()
@@ -82,8 +125,9 @@ pub async fn serve_connections(
             builder
                 .max_buf_size(MAX_BUF)
                 .writev(true)
-                .timer(TokioTimer::new());
-            let io = SendfileStream::new(stream, queue);
+                .timer(TokioTimer::new())
+                .header_read_timeout(settings.header_timeout);
+            let io = SendfileStream::new(stream, queue, settings.write_timeout);
             let conn = builder.serve_connection(TokioIo::new(io), svc);
             let mut conn = std::pin::pin!(conn);
             tokio::select! {
@@ -144,6 +188,116 @@ mod tests {
         }
     }
 
+    /// Serves `app` with `settings` on a loopback port; the sender stops
+    /// the server.
+    async fn start(
+        app: axum::Router,
+        settings: ConnSettings,
+    ) -> (
+        SocketAddr,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<std::io::Result<()>>,
+    ) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve_connections(listener, app, settings, async move {
+            let _ = stopped.await;
+        }));
+        (addr, stop, server)
+    }
+
+    fn short(header_ms: u64, write_ms: u64) -> ConnSettings {
+        ConnSettings {
+            send_queue: 16 * 1024,
+            header_timeout: Duration::from_millis(header_ms),
+            write_timeout: Duration::from_millis(write_ms),
+        }
+    }
+
+    /// Reads until the server closes the connection (EOF or reset), up
+    /// to `limit`; the bytes read.
+    async fn read_to_close(s: &mut tokio::net::TcpStream, limit: Duration) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        let r = tokio::time::timeout(limit, async {
+            loop {
+                match s.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => got.extend_from_slice(&chunk[..n]),
+                }
+            }
+        })
+        .await;
+        assert!(r.is_ok(), "the server kept the connection open");
+        got
+    }
+
+    /// A client that asks for a big response and then reads nothing is
+    /// disconnected after the write timeout: its connection no longer
+    /// holds up a shutdown, and the response it gets is cut short.
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_disconnected_after_the_write_timeout() {
+        const LEN: usize = 32 << 20;
+        let big = axum::body::Bytes::from(vec![7u8; LEN]);
+        let app = axum::Router::new().route(
+            "/big",
+            axum::routing::get(move || {
+                let big = big.clone();
+                async move { big }
+            }),
+        );
+        let (addr, stop, server) = start(app, short(10_000, 300)).await;
+        // A small receive window: the server's socket fills at once.
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.set_recv_buffer_size(4096).unwrap();
+        let mut s = sock.connect(addr).await.unwrap();
+        s.write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        // The stalled connection is gone: the server stops at once.
+        let _ = stop.send(());
+        let stopped = tokio::time::timeout(Duration::from_secs(2), server).await;
+        assert!(
+            stopped.is_ok(),
+            "a client that reads nothing held its connection"
+        );
+        let got = read_to_close(&mut s, Duration::from_secs(5)).await;
+        assert!(got.starts_with(b"HTTP/1.1 200"));
+        assert!(
+            got.len() < LEN,
+            "the whole response was sent ({} bytes)",
+            got.len()
+        );
+    }
+
+    /// A client that never finishes its request head is closed after the
+    /// header timeout, and so is a keep-alive connection left idle.
+    #[tokio::test]
+    async fn unfinished_heads_and_idle_connections_are_closed_after_the_header_timeout() {
+        let app = axum::Router::new().route("/", axum::routing::get(|| async { "hi" }));
+        let (addr, stop, server) = start(app, short(300, 10_000)).await;
+        let started = std::time::Instant::now();
+        let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+        slow.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n")
+            .await
+            .unwrap();
+        let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+        idle.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        let (status, _, body) = response(&mut idle, &mut buf).await;
+        assert_eq!((status, &body[..]), (200, &b"hi"[..]));
+        let got = read_to_close(&mut slow, Duration::from_secs(3)).await;
+        assert!(!got.starts_with(b"HTTP/1.1 200"));
+        read_to_close(&mut idle, Duration::from_secs(3)).await;
+        assert!(started.elapsed() < Duration::from_secs(3));
+        let _ = stop.send(());
+        server.await.unwrap().unwrap();
+    }
+
     /// Through the real connection loop (zero-copy sending included), on
     /// one keep-alive connection with pipelined requests: whole files and
     /// ranges arrive byte for byte, from the page cache (sendfile) and
@@ -178,7 +332,11 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         // A small send queue: sendfile stops short and resumes many times.
-        let server = tokio::spawn(serve_connections(listener, app, 16 * 1024, async move {
+        let settings = ConnSettings {
+            send_queue: 16 * 1024,
+            ..ConnSettings::from(&crate::Config::default())
+        };
+        let server = tokio::spawn(serve_connections(listener, app, settings, async move {
             let _ = stopped.await;
         }));
         let cold = std::fs::File::open(dir.path().join("cold")).unwrap();

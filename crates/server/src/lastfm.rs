@@ -1,7 +1,16 @@
 //! The Last.fm 2.0 API at `/2.0/` (GET and POST, query and form merged),
 //! answering XML by default and JSON for `format=json`.
+//!
+//! A session key works only with the API key it was issued under. The
+//! `user.*` read methods (getInfo, getRecentTracks, getTopArtists,
+//! getTopAlbums, getTopTracks, getLovedTracks) reveal a listening history,
+//! so they follow the user's privacy setting: a private history is read
+//! by its owner only, with their session key in a signed call; anyone
+//! else gets error 17 with [`PRIVATE`], the same answer as for a user
+//! that does not exist.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
@@ -12,7 +21,9 @@ use axum::Router;
 use spindle_listens::{ChartKind, Listen, RecentQuery};
 
 use crate::accounts::random_hex;
+use crate::auth_guard::Denied;
 use crate::lfm_response::{error_body, ok_body, Node};
+use crate::music::{history_readable, Music};
 use crate::params::Params;
 use crate::scrobble::{self, Ignored};
 use crate::state::{lock, AppState, PendingToken};
@@ -46,7 +57,7 @@ fn missing(name: &str) -> LfmError {
 
 fn status_of(code: u32) -> StatusCode {
     match code {
-        4 | 9 | 10 | 13 | 14 | 15 | 26 => StatusCode::FORBIDDEN,
+        4 | 9 | 10 | 13 | 14 | 15 | 17 | 26 => StatusCode::FORBIDDEN,
         29 => StatusCode::TOO_MANY_REQUESTS,
         11 | 16 => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::BAD_REQUEST,
@@ -77,25 +88,31 @@ async fn handle(State(st): State<AppState>, req: Request) -> Response {
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     let query = req.uri().query().map(str::to_owned);
+    let music = req.extensions().get::<Arc<Music>>().cloned();
     let is_json_q = query
         .as_deref()
         .is_some_and(|q| Params::parse(Some(q), b"").get("format") == Some("json"));
-    let body = match axum::body::to_bytes(req.into_body(), st.config.max_body).await {
+    // The credentials are in the body: its size, deadline and the body
+    // budget are what bound an unauthenticated client (crate::body).
+    let limit = crate::body::SCROBBLE_FORM_MAX;
+    let body = match crate::body::read_body(req.into_body(), limit, &st.bodies).await {
         Ok(b) => b,
-        Err(_) => {
+        Err(e) => {
             let fmt = Fmt {
                 json: is_json_q,
                 callback: None,
             };
-            let msg = format!(
-                "Invalid parameters - the request body is larger than {} bytes",
-                st.config.max_body
-            );
-            return respond(
-                &fmt,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                error_body(6, &msg, fmt.json),
-            );
+            // 6: the client's fault; 16: try again later.
+            let (code, msg) = match e {
+                crate::body::BodyError::TooLarge { .. } | crate::body::BodyError::Broken(_) => {
+                    (6, format!("Invalid parameters - {e}"))
+                }
+                _ => (
+                    16,
+                    format!("There was a temporary error processing your request - {e}"),
+                ),
+            };
+            return e.decorate(respond(&fmt, e.status(), error_body(code, &msg, fmt.json)));
         }
     };
     let p = Params::parse(query.as_deref(), &body);
@@ -117,7 +134,7 @@ async fn handle(State(st): State<AppState>, req: Request) -> Response {
             "Rate Limit Exceeded - Your IP has made too many requests in a short period",
         ))
     } else {
-        call(&st, &p).await
+        call(&st, &p, music.as_deref(), ip).await
     };
     match result {
         Ok(node) => respond(&fmt, StatusCode::OK, ok_body(node.as_ref(), fmt.json)),
@@ -146,8 +163,14 @@ fn is_scrobble_field(name: &str) -> bool {
     )
 }
 
-async fn call(st: &AppState, p: &Params) -> Result<Option<Node>, LfmError> {
+async fn call(
+    st: &AppState,
+    p: &Params,
+    music: Option<&Music>,
+    ip: Option<IpAddr>,
+) -> Result<Option<Node>, LfmError> {
     let method = p.nonempty("method").ok_or_else(|| missing("method"))?;
+    throttle_session_key(st, p, ip)?;
     let method = method.to_ascii_lowercase();
     if let Some(name) = p.nul_in() {
         // NULs inside scrobble fields are judged per scrobble.
@@ -195,22 +218,14 @@ async fn call(st: &AppState, p: &Params) -> Result<Option<Node>, LfmError> {
         "auth.getmobilesession" => {
             let key = signed(st, p)?;
             let user = p.nonempty("username").ok_or_else(|| missing("username"))?;
-            let ok = match (p.get("password"), p.get("authToken")) {
-                (Some(pw), _) => {
-                    let (acc, u, pw) = (st.accounts.clone(), user.to_owned(), pw.to_owned());
-                    tokio::task::spawn_blocking(move || acc.check_password(&u, &pw))
-                        .await
-                        .unwrap_or(false)
-                }
-                (None, Some(t)) => st.accounts.check_auth_token(user, t),
+            let checked = match (p.get("password"), p.get("authToken")) {
+                (Some(pw), _) => st.guard.password(&st.accounts, ip, user, pw, VIA).await,
+                (None, Some(t)) => st.guard.check(ip, Some(user), VIA, || {
+                    st.accounts.check_auth_token(user, t).then_some(())
+                }),
                 (None, None) => return Err(missing("password")),
             };
-            if !ok {
-                return Err(err(
-                    4,
-                    "Authentication Failed - Invalid username or password",
-                ));
-            }
+            checked.map_err(login_refused)?;
             session_node(st, user, &key).await
         }
         "track.updatenowplaying" => {
@@ -250,11 +265,14 @@ async fn call(st: &AppState, p: &Params) -> Result<Option<Node>, LfmError> {
                 method == "track.love",
             )
             .await
-            .map_err(|e| err(16, format!("Temporary error - {e}")))?;
+            .map_err(|e| match e.is_refusal() {
+                true => err(6, format!("Invalid parameters - {e}")),
+                false => err(16, format!("Temporary error - {e}")),
+            })?;
             Ok(None)
         }
         "user.getinfo" => {
-            let user = target_user(st, p)?;
+            let user = target_user(st, p, music)?;
             let s = st.listens.summary(&user);
             let reg = st.accounts.user_created(&user).unwrap_or(0);
             Ok(Some(
@@ -278,12 +296,12 @@ async fn call(st: &AppState, p: &Params) -> Result<Option<Node>, LfmError> {
                     .child(Node::text("type", "user")),
             ))
         }
-        "user.getrecenttracks" => recent_tracks(st, p),
-        "user.gettopartists" => top(st, p, ChartKind::Artists),
-        "user.gettopalbums" => top(st, p, ChartKind::Albums),
-        "user.gettoptracks" => top(st, p, ChartKind::Tracks),
+        "user.getrecenttracks" => recent_tracks(st, p, music),
+        "user.gettopartists" => top(st, p, ChartKind::Artists, music),
+        "user.gettopalbums" => top(st, p, ChartKind::Albums, music),
+        "user.gettoptracks" => top(st, p, ChartKind::Tracks, music),
         "user.getlovedtracks" => {
-            let user = target_user(st, p)?;
+            let user = target_user(st, p, music)?;
             let (limit, page) = paging(p, 50)?;
             let all = st.listens.loved(&user);
             let total = all.len();
@@ -312,6 +330,39 @@ async fn call(st: &AppState, p: &Params) -> Result<Option<Node>, LfmError> {
             3,
             "Invalid Method - No method with that name in this package",
         )),
+    }
+}
+
+/// The API's name in log lines.
+const VIA: &str = "lastfm";
+
+/// A login's refusal in Last.fm's words (a wait as error 29, which
+/// clients back off from).
+fn login_refused(d: Denied) -> LfmError {
+    match d {
+        Denied::Wrong => err(4, "Authentication Failed - Invalid username or password"),
+        Denied::Wait { retry_after } => err(
+            29,
+            format!("Rate Limit Exceeded - too many failed logins; try again in {retry_after} s"),
+        ),
+        Denied::Busy => err(
+            16,
+            "There was a temporary error processing your request - the server is busy",
+        ),
+    }
+}
+
+/// A session key is a credential: an unknown one counts as a failure of
+/// the client's address, and an address that must wait is refused before
+/// any key is looked at. The method itself answers an unknown key (error
+/// 9), as before.
+fn throttle_session_key(st: &AppState, p: &Params, ip: Option<IpAddr>) -> Result<(), LfmError> {
+    let Some(sk) = p.nonempty("sk") else {
+        return Ok(());
+    };
+    match st.guard.check(ip, None, VIA, || st.accounts.session(sk)) {
+        Err(d @ Denied::Wait { .. }) => Err(login_refused(d)),
+        _ => Ok(()),
     }
 }
 
@@ -358,32 +409,52 @@ fn signed(st: &AppState, p: &Params) -> Result<String, LfmError> {
 
 /// A signed call with a session key: returns the user.
 fn authed(st: &AppState, p: &Params) -> Result<String, LfmError> {
-    signed(st, p)?;
+    let key = signed(st, p)?;
     let sk = p.nonempty("sk").ok_or_else(|| missing("sk"))?;
+    session_user(st, sk, &key)
+}
+
+/// The user of a session key, which must have been issued under `api_key`
+/// (a key leaked from one application is no use with another's).
+fn session_user(st: &AppState, sk: &str, api_key: &str) -> Result<String, LfmError> {
     st.accounts
         .session(sk)
+        .filter(|s| s.api_key == api_key)
         .map(|s| s.user)
         .ok_or_else(|| err(9, "Invalid session key - Please re-authenticate"))
 }
 
-/// The user a read call is about: `user`, else the session's user.
-fn target_user(st: &AppState, p: &Params) -> Result<String, LfmError> {
-    let (_, secret) = api_secret(st, p)?;
-    if p.get("api_sig").is_some() && !p.signature_ok(&secret) {
-        return Err(err(13, "Invalid method signature supplied"));
-    }
-    let user = match (p.nonempty("user"), p.nonempty("sk")) {
-        (Some(u), _) => u.to_owned(),
-        (None, Some(sk)) => {
-            st.accounts
-                .session(sk)
-                .ok_or_else(|| err(9, "Invalid session key - Please re-authenticate"))?
-                .user
+/// The error 17 message of a history read the caller may not make, for a
+/// private user and a user that does not exist alike.
+pub const PRIVATE: &str = "Login: User required to be logged in - the listening history \
+of this user is private, or there is no such user";
+
+/// The user a read call is about (`user`, else the session's user), once
+/// the caller may read their history: anyone when it is public, else only
+/// the user, by a session key (issued under this API key) in a call
+/// signed with the key's secret. Refused with error 17 ([`PRIVATE`]),
+/// whether the user is private or does not exist.
+fn target_user(st: &AppState, p: &Params, music: Option<&Music>) -> Result<String, LfmError> {
+    let (key, secret) = api_secret(st, p)?;
+    let signed = match p.get("api_sig") {
+        Some(_) if !p.signature_ok(&secret) => {
+            return Err(err(13, "Invalid method signature supplied"))
         }
+        Some(_) => true,
+        None => false,
+    };
+    // An unsigned session key proves nothing: anyone may copy it.
+    let viewer = match (p.nonempty("sk"), signed) {
+        (Some(sk), true) => Some(session_user(st, sk, &key)?),
+        _ => None,
+    };
+    let user = match (p.nonempty("user"), &viewer) {
+        (Some(u), _) => u.to_owned(),
+        (None, Some(v)) => v.clone(),
         (None, None) => return Err(missing("user")),
     };
-    if !st.accounts.user_exists(&user) {
-        return Err(err(6, "User not found"));
+    if !history_readable(&st.accounts, music, &user, viewer.as_deref()) {
+        return Err(err(17, PRIVATE));
     }
     Ok(user)
 }
@@ -432,8 +503,12 @@ fn track_node(l: &Listen, now_playing: bool) -> Node {
     n
 }
 
-fn recent_tracks(st: &AppState, p: &Params) -> Result<Option<Node>, LfmError> {
-    let user = target_user(st, p)?;
+fn recent_tracks(
+    st: &AppState,
+    p: &Params,
+    music: Option<&Music>,
+) -> Result<Option<Node>, LfmError> {
+    let user = target_user(st, p, music)?;
     let (limit, page) = paging(p, 50)?;
     let time = |name: &str| -> Result<Option<i64>, LfmError> {
         p.nonempty(name)
@@ -475,8 +550,13 @@ pub fn period_start(period: &str, now: i64) -> Option<Option<i64>> {
     Some(Some(now - days * 86_400))
 }
 
-fn top(st: &AppState, p: &Params, kind: ChartKind) -> Result<Option<Node>, LfmError> {
-    let user = target_user(st, p)?;
+fn top(
+    st: &AppState,
+    p: &Params,
+    kind: ChartKind,
+    music: Option<&Music>,
+) -> Result<Option<Node>, LfmError> {
+    let user = target_user(st, p, music)?;
     let (limit, page) = paging(p, 50)?;
     let period = p.get("period").unwrap_or("overall");
     let since = period_start(period, st.now()).ok_or_else(|| {
@@ -671,7 +751,10 @@ async fn scrobble_batch(st: &AppState, p: &Params, user: &str) -> Result<Node, L
         .collect();
     scrobble::store(st, valid)
         .await
-        .map_err(|e| err(16, format!("Temporary error, please retry - {e}")))?;
+        .map_err(|e| match e.is_refusal() {
+            true => err(6, format!("Invalid parameters - {e}")),
+            false => err(16, format!("Temporary error, please retry - {e}")),
+        })?;
     Ok(Node::new("scrobbles")
         .attr("accepted", accepted as u64)
         .attr("ignored", ignored as u64)

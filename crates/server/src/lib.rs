@@ -27,9 +27,13 @@
 
 pub mod accounts;
 pub mod as12;
+pub mod auth_guard;
 pub mod auth_page;
+pub mod body;
 pub mod catalog;
 pub mod charts;
+mod expiry;
+pub mod hash_pool;
 pub mod http;
 pub mod lastfm;
 pub mod lfm_response;
@@ -38,10 +42,12 @@ pub mod listenbrainz;
 pub mod metrics;
 pub mod music;
 pub mod params;
+pub mod query_budget;
 pub mod scrobble;
 mod state;
 pub mod stream;
 pub mod subsonic;
+pub mod throttle;
 pub mod tiered;
 pub mod time;
 pub mod userdata;
@@ -71,8 +77,9 @@ pub fn router_with(state: AppState, music: Arc<Music>) -> axum::Router {
         .merge(subsonic::router())
         .merge(web::router())
         .route("/metrics", axum::routing::get(metrics::page))
-        // Bodies are read with their own limit (config.max_body) by the
-        // handlers, which answer in their API's error format.
+        // Bodies are read by the handlers through crate::body (per-API
+        // limits, deadlines, a budget for all), which answer in their
+        // API's error format.
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn(web::index_or_next))
         // Counts every request under its API for /metrics.
@@ -97,11 +104,14 @@ pub async fn serve_with(
     music: Arc<Music>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let send_queue = state.config.send_queue;
+    let settings = http::ConnSettings::from(&*state.config);
     let app = router_with(state.clone(), music);
+    let queries = state.queries.clone();
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = http::serve_connections(listener, app, send_queue, async move {
+    let server = http::serve_connections(listener, app, settings, async move {
         shutdown.await;
+        // Running searches stop now, not at the end of their budget.
+        queries.cancel_all();
         let _ = stopping_tx.send(());
     });
     // In-flight requests get SHUTDOWN_GRACE to finish; streams to clients

@@ -2,8 +2,15 @@
 //! expects it: submit-listens (single, playing_now, import, with
 //! ListenBrainz's limits), validate-token, a user's listens and
 //! playing-now. Every response carries `X-RateLimit-*` headers.
+//!
+//! A user's listens and playing-now are private unless the user made them
+//! public (`spindle user privacy NAME public`, or the web UI): the owner
+//! reads them with their token in `Authorization: Token …`. Anyone else
+//! gets 401 with [`PRIVATE`], the same answer as for a user that does not
+//! exist, so user names cannot be told apart.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, Request, State};
@@ -12,8 +19,10 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
-use spindle_listens::{Listen, RecentQuery};
+use spindle_listens::{Listen, Page, RecentQuery};
 
+use crate::auth_guard::{http_refusal, Denied};
+use crate::music::{history_readable, Music};
 use crate::params::Params;
 use crate::scrobble;
 use crate::state::{AppState, RateInfo};
@@ -80,6 +89,49 @@ fn header_token(h: &HeaderMap) -> Option<String> {
 
 const TOO_MANY: &str = "Too many requests; wait for X-RateLimit-Reset-In seconds";
 
+/// The API's name in log lines.
+const VIA: &str = "listenbrainz";
+
+/// Whose token `tok` is, through the guard: a wrong token counts as a
+/// failed login of the client's address; `Err` for an address that must
+/// wait, whose token is not checked ([`refused`] answers it).
+fn token_owner(st: &AppState, req: &Request, tok: &str) -> Result<Option<String>, Denied> {
+    let ip = crate::auth_guard::client_ip(req.extensions());
+    match st
+        .guard
+        .check(ip, None, VIA, || st.accounts.user_by_token(tok))
+    {
+        Ok(user) => Ok(Some(user)),
+        Err(Denied::Wrong) => Ok(None),
+        Err(d) => Err(d),
+    }
+}
+
+/// A guard's refusal: 429 with `Retry-After`.
+fn refused(d: Denied, rate: &RateInfo) -> Response {
+    http_refusal(d, "", |status, msg| error(status, msg, rate))
+}
+
+/// The 401 message of a history read the caller may not make, for a
+/// private user and a user that does not exist alike.
+pub const PRIVATE: &str = "The listens of this user are private, or there is no such user; \
+the user reads their own with their token in an Authorization header.";
+
+/// Whether the caller may read `name`'s history: the owner by token, or
+/// anyone when it is public (`crate::music::history_readable`).
+fn may_read(st: &AppState, req: &Request, name: &str) -> bool {
+    // Through the guard: a token that is wrong (or must wait) reads as
+    // no viewer.
+    let ip = crate::auth_guard::client_ip(req.extensions());
+    let viewer = header_token(req.headers()).and_then(|t| {
+        st.guard
+            .check(ip, None, VIA, || st.accounts.user_by_token(&t))
+            .ok()
+    });
+    let music = req.extensions().get::<Arc<Music>>().map(|m| &**m);
+    history_readable(&st.accounts, music, name, viewer.as_deref())
+}
+
 async fn validate(State(st): State<AppState>, req: Request) -> Response {
     let rate = rate_of(&st, &req);
     if !rate.allowed {
@@ -94,13 +146,14 @@ async fn validate(State(st): State<AppState>, req: Request) -> Response {
             &rate,
         );
     };
-    match st.accounts.user_by_token(&tok) {
-        Some(user) => reply(
+    match token_owner(&st, &req, &tok) {
+        Err(d) => refused(d, &rate),
+        Ok(Some(user)) => reply(
             StatusCode::OK,
             json!({"code": 200, "message": "Token valid.", "valid": true, "user_name": user}),
             &rate,
         ),
-        None => reply(
+        Ok(None) => reply(
             StatusCode::OK,
             json!({"code": 200, "message": "Token invalid.", "valid": false}),
             &rate,
@@ -170,24 +223,29 @@ async fn submit(State(st): State<AppState>, req: Request) -> Response {
     if !rate.allowed {
         return error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate);
     }
-    let Some(user) = header_token(req.headers()).and_then(|t| st.accounts.user_by_token(&t)) else {
-        return error(
-            StatusCode::UNAUTHORIZED,
-            "You need to provide a valid Authorization header.",
-            &rate,
-        );
+    let owner = match header_token(req.headers()) {
+        Some(t) => token_owner(&st, &req, &t),
+        None => Ok(None),
     };
-    // The JSON is parsed whatever the Content-Type says (liblistenbrainz
-    // sends none).
-    let body = match axum::body::to_bytes(req.into_body(), st.config.max_body).await {
-        Ok(b) => b,
-        Err(_) => {
+    let user = match owner {
+        Ok(Some(user)) => user,
+        Ok(None) => {
             return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &format!("Payload too large (at most {} bytes).", st.config.max_body),
+                StatusCode::UNAUTHORIZED,
+                "You need to provide a valid Authorization header.",
                 &rate,
             )
         }
+        Err(d) => return refused(d, &rate),
+    };
+    // The JSON is parsed whatever the Content-Type says (liblistenbrainz
+    // sends none).
+    // Read only now, after the token was checked: a client without one is
+    // answered before it has sent its body.
+    let limit = st.config.max_body;
+    let body = match crate::body::read_body(req.into_body(), limit, &st.bodies).await {
+        Ok(b) => b,
+        Err(e) => return e.decorate(error(e.status(), &e.to_string(), &rate)),
     };
     let doc: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
@@ -250,6 +308,7 @@ async fn submit(State(st): State<AppState>, req: Request) -> Response {
                 scrobble::Ignored::TooNew => {
                     format!("listen {i}: listened_at is too far in the future")
                 }
+                scrobble::Ignored::TooLong { .. } => format!("listen {i}: {}", ig.message()),
                 _ => format!("listen {i}: a field is empty or holds a NUL byte"),
             };
             return error(StatusCode::BAD_REQUEST, &msg, &rate);
@@ -262,6 +321,9 @@ async fn submit(State(st): State<AppState>, req: Request) -> Response {
             st.set_now_playing(l);
         }
     } else if let Err(e) = scrobble::store(&st, listens).await {
+        if e.is_refusal() {
+            return error(StatusCode::BAD_REQUEST, &e.to_string(), &rate);
+        }
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!("Could not store the listens, retry: {e}"),
@@ -310,8 +372,8 @@ async fn listens(State(st): State<AppState>, Path(name): Path<String>, req: Requ
     if !rate.allowed {
         return error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate);
     }
-    if !st.accounts.user_exists(&name) {
-        return error(StatusCode::NOT_FOUND, "Cannot find user", &rate);
+    if !may_read(&st, &req, &name) {
+        return error(StatusCode::UNAUTHORIZED, PRIVATE, &rate);
     }
     let q = Params::parse(req.uri().query(), b"");
     let num = |k: &str| q.get(k).map(|v| v.parse::<i64>());
@@ -337,16 +399,28 @@ async fn listens(State(st): State<AppState>, Path(name): Path<String>, req: Requ
         );
     }
     let count = count.unwrap_or(25).clamp(0, MAX_ITEMS_PER_GET as i64) as usize;
-    // max_ts and min_ts are exclusive in ListenBrainz.
-    let page = st.listens.recent(
-        &name,
-        &RecentQuery {
-            from: min_ts.map(|t| t + 1),
-            to: max_ts.map(|t| t - 1),
-            limit: count,
-            page: 1,
-        },
+    // max_ts and min_ts are exclusive in ListenBrainz: nothing is after
+    // i64::MAX or before i64::MIN.
+    let (from, to) = (
+        min_ts.map(|t| t.checked_add(1)),
+        max_ts.map(|t| t.checked_sub(1)),
     );
+    let page = if matches!(from, Some(None)) || matches!(to, Some(None)) {
+        Page {
+            listens: Vec::new(),
+            total: 0,
+        }
+    } else {
+        st.listens.recent(
+            &name,
+            &RecentQuery {
+                from: from.flatten(),
+                to: to.flatten(),
+                limit: count,
+                page: 1,
+            },
+        )
+    };
     let all = st.listens.recent(
         &name,
         &RecentQuery {
@@ -379,8 +453,8 @@ async fn playing_now(
     if !rate.allowed {
         return error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate);
     }
-    if !st.accounts.user_exists(&name) {
-        return error(StatusCode::NOT_FOUND, "Cannot find user", &rate);
+    if !may_read(&st, &req, &name) {
+        return error(StatusCode::UNAUTHORIZED, PRIVATE, &rate);
     }
     let np: Vec<Value> = st
         .now_playing(&name)

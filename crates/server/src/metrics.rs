@@ -5,10 +5,11 @@
 //! HTTP Basic with the user's name and password (Prometheus'
 //! `basic_auth`), or `Authorization: Bearer TOKEN` with the user's token
 //! from `spindle user token NAME` (Prometheus' `authorization`, the same
-//! token that is the OpenSubsonic `apiKey`). Wrong credentials cost a
-//! second, as a failed web login does.
+//! token that is the OpenSubsonic `apiKey`). Wrong credentials are
+//! throttled like every login ([`crate::throttle`]).
 
 use std::fmt::Write;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +20,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::Extension;
 
+use crate::auth_guard::{http_refusal, ClientIp, Denied};
 use crate::music::Music;
 use crate::state::AppState;
 
@@ -167,57 +169,70 @@ pub async fn count(req: axum::extract::Request, next: axum::middleware::Next) ->
     r
 }
 
-/// Who a `/metrics` request is: `Ok(user)`, or `Err(true)` when it sent
-/// credentials that are wrong and `Err(false)` when it sent none.
-fn scraper(st: &AppState, music: &Music, h: &HeaderMap) -> Result<String, bool> {
-    if let Some(auth) = h.get(header::AUTHORIZATION) {
-        let auth = auth.to_str().map_err(|_| true)?;
-        let (scheme, cred) = auth.trim().split_once(' ').ok_or(true)?;
-        let cred = cred.trim();
-        if scheme.eq_ignore_ascii_case("bearer") {
-            return st.accounts.user_by_token(cred).ok_or(true);
-        }
-        if scheme.eq_ignore_ascii_case("basic") {
-            let text = base64_decode(cred)
-                .and_then(|b| String::from_utf8(b).ok())
-                .ok_or(true)?;
-            let (user, pw) = text.split_once(':').ok_or(true)?;
-            return if st.accounts.check_password(user, pw) {
-                Ok(user.to_owned())
-            } else {
-                Err(true)
-            };
-        }
-        return Err(true);
+/// The API's name in log lines.
+const VIA: &str = "metrics";
+
+const WHO_TEXT: &str = "/metrics needs a Spindle user: HTTP Basic (name and password), \
+     Authorization: Bearer TOKEN (spindle user token NAME), or a web UI session";
+
+/// Who a `/metrics` request from `ip` is: `Ok(user)`, or why not (`None`
+/// when it sent no credentials). Basic's password runs on the hashing
+/// pool; every credential is throttled.
+async fn scraper(
+    st: &AppState,
+    music: &Music,
+    h: &HeaderMap,
+    ip: Option<IpAddr>,
+) -> Result<String, Option<Denied>> {
+    let Some(auth) = h.get(header::AUTHORIZATION) else {
+        return crate::web::session_user(st, music, h).ok_or(None);
+    };
+    let wrong = Err(Some(Denied::Wrong));
+    let Some((scheme, cred)) = auth.to_str().ok().and_then(|a| a.trim().split_once(' ')) else {
+        return wrong;
+    };
+    let cred = cred.trim();
+    if scheme.eq_ignore_ascii_case("bearer") {
+        return st
+            .guard
+            .check(ip, None, VIA, || st.accounts.user_by_token(cred))
+            .map_err(Some);
     }
-    crate::web::session_user(st, music, h).ok_or(false)
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return wrong;
+    }
+    let Some(text) = base64_decode(cred).and_then(|b| String::from_utf8(b).ok()) else {
+        return wrong;
+    };
+    let Some((user, pw)) = text.split_once(':') else {
+        return wrong;
+    };
+    st.guard
+        .password(&st.accounts, ip, user, pw, VIA)
+        .await
+        .map(|()| user.to_owned())
+        .map_err(Some)
 }
 
 /// `GET /metrics`.
 pub(crate) async fn page(
     State(state): State<AppState>,
     Extension(music): Extension<Arc<Music>>,
+    ClientIp(ip): ClientIp,
     h: HeaderMap,
 ) -> Response {
-    let (st, m) = (state.clone(), music.clone());
-    // Argon2 for Basic runs on a blocking thread.
-    let who = tokio::task::spawn_blocking(move || scraper(&st, &m, &h))
-        .await
-        .unwrap_or(Err(true));
-    if let Err(wrong) = who {
-        if wrong {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        let mut r = Response::new(Body::from(
-            "/metrics needs a Spindle user: HTTP Basic (name and password), \
-             Authorization: Bearer TOKEN (spindle user token NAME), or a web UI session\n",
-        ));
-        *r.status_mut() = StatusCode::UNAUTHORIZED;
-        r.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Basic realm=\"spindle\", charset=\"UTF-8\""),
-        );
-        return r;
+    if let Err(refused) = scraper(&state, &music, &h, ip).await {
+        return http_refusal(refused.unwrap_or(Denied::Wrong), WHO_TEXT, |status, msg| {
+            let mut r = Response::new(Body::from(format!("{msg}\n")));
+            *r.status_mut() = status;
+            if status == StatusCode::UNAUTHORIZED {
+                r.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Basic realm=\"spindle\", charset=\"UTF-8\""),
+                );
+            }
+            r
+        });
     }
     let m = music.clone();
     let text = tokio::task::spawn_blocking(move || {

@@ -1,17 +1,19 @@
 //! The music folders a server serves, the [`Catalog`] of the library over
-//! them (cached until the library changes), and per-user Subsonic data
-//! (stars, playlists).
+//! them (cached until the library changes), and per-user data (Subsonic
+//! stars and playlists, whether a user's listening history is public).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use spindle_media::{MusicRoot, OpenRefused};
 use spindle_store::Db;
 
+use crate::accounts::Accounts;
 use crate::catalog::{Catalog, Song};
 use crate::state::lock;
-use crate::userdata::{UserData, UserDataError};
+use crate::userdata::{UserData, UserDataError, USERDATA_DIR};
 
 /// Why the music side could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +32,8 @@ pub enum MusicError {
 /// Music folders, the catalog cache and user data.
 pub struct Music {
     roots: Vec<PathBuf>,
+    /// The same folders, for opening files under them.
+    folders: Vec<MusicRoot>,
     version: AtomicU64,
     cache: Mutex<Option<(CacheKey, std::time::Instant, Arc<Catalog>)>>,
     pub(crate) userdata: UserData,
@@ -63,11 +67,21 @@ impl Music {
             })?;
             canon.push(c);
         }
+        let folders = canon
+            .iter()
+            .map(|c| {
+                MusicRoot::new(c).map_err(|e| MusicError::Folder {
+                    path: c.clone(),
+                    source: std::io::Error::other(e),
+                })
+            })
+            .collect::<Result<_, _>>()?;
         Ok(Music {
+            folders,
             roots: canon,
             version: AtomicU64::new(0),
             cache: Mutex::new(None),
-            userdata: UserData::open(Some(&data_dir.join("subsonic")))?,
+            userdata: UserData::open(Some(&data_dir.join(USERDATA_DIR)))?,
             metrics: Default::default(),
             sessions: Default::default(),
             playing: Mutex::new(HashMap::new()),
@@ -79,6 +93,7 @@ impl Music {
     /// tests and benchmarks).
     pub fn none() -> Music {
         Music {
+            folders: Vec::new(),
             roots: Vec::new(),
             version: AtomicU64::new(0),
             cache: Mutex::new(None),
@@ -107,6 +122,16 @@ impl Music {
             key: song.path.clone(),
             folder: Some(song.folder),
         }
+    }
+
+    /// Whether the user's listening history is public.
+    pub fn listens_public(&self, user: &str) -> bool {
+        self.userdata.listens_public(user)
+    }
+
+    /// Makes the user's listening history public or private (stored).
+    pub fn set_listens_public(&self, user: &str, public: bool) -> Result<(), UserDataError> {
+        self.userdata.set_listens_public(user, public)
     }
 
     /// The music folders, canonical.
@@ -151,12 +176,32 @@ impl Music {
             .then(|| cat.clone())
     }
 
-    /// The file of a song, if it is still under a music folder once
-    /// symlinks are resolved; `None` otherwise. The only way from a
-    /// request to a path.
-    pub fn file_of(&self, song: &Song) -> Option<PathBuf> {
-        let root = self.roots.get(song.folder)?;
-        crate::stream::resolve_cached(&song.file, |real| real.starts_with(root) && real.is_file())
+    /// The music folder of a song, through which its files (and the
+    /// files beside it, such as cover images) are opened.
+    pub fn folder_of(&self, song: &Song) -> Result<&MusicRoot, OpenRefused> {
+        self.folders
+            .get(song.folder)
+            .ok_or_else(|| OpenRefused::Io {
+                path: song.file.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such music folder"),
+            })
+    }
+
+    /// The file of a song, opened through its music folder's checked open
+    /// (a regular file, inside the folder once symlinks are resolved): the
+    /// only way from a request to a song's file. A fresh descriptor of
+    /// the caller's own (for reads that move its position, like lofty's).
+    /// Refusals other than a missing file are logged.
+    pub fn file_of(&self, song: &Song) -> Result<(std::fs::File, std::fs::Metadata), OpenRefused> {
+        self.folder_of(song)?
+            .open(&song.file)
+            .inspect_err(log_refused)
+    }
+
+    /// The file of a song opened for streaming, as [`Music::file_of`]
+    /// checks it, from the open-file cache of [`crate::stream`].
+    pub fn stream_of(&self, song: &Song) -> Result<crate::stream::OpenFile, OpenRefused> {
+        crate::stream::open_cached(self.folder_of(song)?, &song.file).inspect_err(log_refused)
     }
 
     pub(crate) fn set_now_playing(&self, user: &str, song: u32, now: i64, player: &str) {
@@ -173,5 +218,32 @@ impl Music {
             .collect();
         v.sort();
         v
+    }
+}
+
+/// Whether `viewer` (the caller's authenticated user, if any) may read
+/// `owner`'s listening history: the owner always, anyone else only when
+/// the owner made it public; nobody when there is no such user. The
+/// ListenBrainz and Last.fm read calls answer a refusal the same way
+/// whether the user is private or does not exist, so user names cannot
+/// be told apart. Without `music` (a router without the music side) only
+/// the owner may.
+pub(crate) fn history_readable(
+    accounts: &Accounts,
+    music: Option<&Music>,
+    owner: &str,
+    viewer: Option<&str>,
+) -> bool {
+    if !accounts.user_exists(owner) {
+        return false;
+    }
+    viewer == Some(owner) || music.is_some_and(|m| m.listens_public(owner))
+}
+
+/// Logs a refused open of a file under a music folder (a missing file is
+/// not news), so an administrator sees links that lead out of a folder.
+fn log_refused(e: &OpenRefused) {
+    if !e.is_missing() {
+        eprintln!("spindle: refused to open a file: {e}");
     }
 }

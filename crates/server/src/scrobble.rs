@@ -1,5 +1,5 @@
 //! The submit path every API shares: per-listen checks (timestamps,
-//! empty or NUL fields), the durable write, now-playing, and the hand-off
+//! empty, NUL or over-long fields), the durable write, now-playing, and the hand-off
 //! to the library linker and, when the storage tiers are configured, to
 //! their popularity ([`TierFeed`], [`AppState::replay_history_into`]).
 
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 
-use spindle_listens::{AppendError, Listen, RecentQuery, Submitted};
+use spindle_listens::{AppendError, LimitError, Listen, RecentQuery, Submitted};
 use spindle_query::SourcePref;
 use spindle_store::{Db, Library};
 use spindle_tiers::{Tiers, TrackRef};
@@ -26,6 +26,9 @@ pub enum Ignored {
     TooOld,
     /// 4: too far in the future.
     TooNew,
+    /// 2 for the title, 1 for any other field: longer than the history
+    /// keeps (`spindle_listens::limits`); `field` as [`LimitError`] names it.
+    TooLong { field: &'static str },
 }
 
 impl Ignored {
@@ -35,6 +38,8 @@ impl Ignored {
             Ignored::Track => 2,
             Ignored::TooOld => 3,
             Ignored::TooNew => 4,
+            Ignored::TooLong { field: "title" } => 2,
+            Ignored::TooLong { .. } => 1,
         }
     }
     pub fn message(self) -> &'static str {
@@ -43,11 +48,23 @@ impl Ignored {
             Ignored::Track => "Track was ignored",
             Ignored::TooOld => "Timestamp was too old",
             Ignored::TooNew => "Timestamp was too new",
+            Ignored::TooLong { field } => match field {
+                "artist" => "Artist name too long (at most 1024 bytes)",
+                "title" => "Track name too long (at most 1024 bytes)",
+                "album" => "Album name too long (at most 1024 bytes)",
+                "album artist" => "Album artist name too long (at most 1024 bytes)",
+                "MusicBrainz id" => "MusicBrainz id too long (at most 64 bytes)",
+                "client name" => "Client name too long (at most 256 bytes)",
+                "user name" => "User name too long (at most 64 bytes)",
+                _ => "A field is too long",
+            },
         }
     }
 }
 
-/// The checks every listen passes before it is stored.
+/// The checks every listen passes before it is stored (or kept as
+/// now-playing): names present, no NUL, every field within the history's
+/// limits ([`Listen::check_limits`]), and with `timed` the time window.
 pub fn check(state: &AppState, l: &Listen, timed: bool) -> Result<(), Ignored> {
     let bad = |s: &str| s.trim().is_empty() || s.contains('\0');
     if bad(&l.artist)
@@ -60,6 +77,8 @@ pub fn check(state: &AppState, l: &Listen, timed: bool) -> Result<(), Ignored> {
     if bad(&l.title) {
         return Err(Ignored::Track);
     }
+    l.check_limits()
+        .map_err(|e: LimitError| Ignored::TooLong { field: e.field })?;
     if timed {
         if l.timestamp < state.config.min_timestamp {
             return Err(Ignored::TooOld);
@@ -103,7 +122,9 @@ pub async fn store(state: &AppState, listens: Vec<Listen>) -> Result<Vec<Submitt
     Ok(out)
 }
 
-/// Loves or unloves, durably.
+/// Loves or unloves, durably. A name over its limit is refused with
+/// [`AppendError::TooLarge`] (see [`AppendError::is_refusal`]) before
+/// anything is written.
 pub async fn love(
     state: &AppState,
     user: String,
@@ -111,6 +132,7 @@ pub async fn love(
     title: String,
     loved: bool,
 ) -> Result<(), AppendError> {
+    spindle_listens::check_love_limits(&user, &artist, &title)?;
     let st = state.clone();
     let now = state.now();
     tokio::task::spawn_blocking(move || st.listens.love(&user, &artist, &title, now, loved))
@@ -573,6 +595,65 @@ mod tests {
         store(&f.state, vec![listen(&a, NOW - 5)]).await.unwrap();
         f.state.flush_library_links();
         assert_eq!(heard(&f).len(), 2);
+    }
+
+    #[test]
+    fn a_field_over_its_limit_is_ignored_with_a_message_naming_the_limit() {
+        use spindle_listens::limits::*;
+        let data = tempfile::tempdir().unwrap();
+        let (listens, _) = spindle_listens::Listens::open(&data.path().join("l")).unwrap();
+        let state = AppState::new(
+            Arc::new(Db::open(data.path().join("lib")).unwrap()),
+            Arc::new(Accounts::open(&data.path().join("accounts")).unwrap()),
+            Arc::new(listens),
+            Config::default(),
+            Arc::new(ManualClock::new(NOW)),
+        );
+        type Set = fn(&mut Listen, String);
+        let fields: [(&str, usize, Set, u32); 6] = [
+            ("artist", MAX_ARTIST, |l, v| l.artist = v, 1),
+            ("title", MAX_TITLE, |l, v| l.title = v, 2),
+            ("album", MAX_ALBUM, |l, v| l.album = v, 1),
+            (
+                "album artist",
+                MAX_ALBUM_ARTIST,
+                |l, v| l.album_artist = v,
+                1,
+            ),
+            ("MusicBrainz id", MAX_MBID, |l, v| l.mbid = v, 1),
+            ("client name", MAX_CLIENT, |l, v| l.client = v, 1),
+        ];
+        for (name, max, set, code) in fields {
+            let mut l = Listen::new("ann", NOW, "A", "T");
+            set(&mut l, "ü".repeat(max / 2));
+            assert_eq!(check(&state, &l, true), Ok(()), "{name} at its limit");
+            set(&mut l, "x".repeat(max + 1));
+            let ig = check(&state, &l, true).unwrap_err();
+            assert_eq!(ig, Ignored::TooLong { field: name });
+            assert_eq!(ig.code(), code, "{name}");
+            assert!(ig.message().contains(&max.to_string()), "{}", ig.message());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_love_with_an_over_long_name_is_refused_before_the_log() {
+        let data = tempfile::tempdir().unwrap();
+        let dir = data.path().join("l");
+        let (listens, _) = spindle_listens::Listens::open(&dir).unwrap();
+        let state = AppState::new(
+            Arc::new(Db::open(data.path().join("lib")).unwrap()),
+            Arc::new(Accounts::open(&data.path().join("accounts")).unwrap()),
+            Arc::new(listens),
+            Config::default(),
+            Arc::new(ManualClock::new(NOW)),
+        );
+        let log = dir.join(spindle_listens::LOG_FILE);
+        let before = std::fs::read(&log).unwrap();
+        let e = love(&state, "ann".into(), "a".repeat(3 << 19), "t".into(), true)
+            .await
+            .unwrap_err();
+        assert!(e.is_refusal(), "{e}");
+        assert_eq!(std::fs::read(&log).unwrap(), before);
     }
 
     fn hex(s: &str) -> String {

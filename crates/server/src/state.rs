@@ -56,7 +56,10 @@ impl Clock for ManualClock {
 /// Server settings (the binary builds this from its flags).
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Largest request body accepted, in bytes.
+    /// Largest ListenBrainz submit body, in bytes (4 MiB by default: an
+    /// import of a few thousand listens). It is read only after the token
+    /// in the `Authorization` header was checked. The other APIs' limits
+    /// are constants in [`crate::body`].
     pub max_body: usize,
     /// Requests allowed per client IP per window.
     pub rate_limit: u32,
@@ -79,6 +82,30 @@ pub struct Config {
     /// of them push the kernel into TCP memory pressure, where it drops
     /// packets and streams stall for seconds (docs/bench-stream.md).
     pub send_queue: u32,
+    /// How long one query from the network (web search, Subsonic
+    /// `search3`) may run before it is stopped
+    /// ([`crate::query_budget::DEFAULT_QUERY_TIME`], 2 s).
+    pub query_time: std::time::Duration,
+    /// The longest a request body may take to arrive, whole
+    /// ([`crate::body::BODY_TIMEOUT`], 30 s).
+    pub body_timeout: std::time::Duration,
+    /// The longest a request body may pause with no bytes
+    /// ([`crate::body::BODY_IDLE_TIMEOUT`], 10 s).
+    pub body_idle_timeout: std::time::Duration,
+    /// The most bytes of request bodies buffered at once across all
+    /// connections ([`crate::body::BODY_BUDGET`], 64 MiB).
+    pub body_budget: usize,
+    /// The longest a client may take to send a request's head, and the
+    /// longest an idle keep-alive connection stays open
+    /// ([`crate::http::HEADER_TIMEOUT`], 30 s).
+    pub header_timeout: std::time::Duration,
+    /// The longest a response may wait on a client that reads nothing
+    /// before the connection is closed ([`crate::http::WRITE_TIMEOUT`],
+    /// 60 s).
+    pub write_timeout: std::time::Duration,
+    /// Password hashing pool and failed-login throttling
+    /// ([`crate::auth_guard::AuthLimits`]).
+    pub auth: crate::auth_guard::AuthLimits,
 }
 
 /// [`Config::send_queue`]'s default: 128 KiB, 3 s of a 320 kbit/s stream.
@@ -95,6 +122,13 @@ impl Default for Config {
             now_playing_ttl: 600,
             public_url: None,
             send_queue: DEFAULT_SEND_QUEUE,
+            query_time: crate::query_budget::DEFAULT_QUERY_TIME,
+            body_timeout: crate::body::BODY_TIMEOUT,
+            body_idle_timeout: crate::body::BODY_IDLE_TIMEOUT,
+            body_budget: crate::body::BODY_BUDGET,
+            header_timeout: crate::http::HEADER_TIMEOUT,
+            write_timeout: crate::http::WRITE_TIMEOUT,
+            auth: crate::auth_guard::AuthLimits::default(),
         }
     }
 }
@@ -127,15 +161,23 @@ pub struct AppState {
     /// Where accepted listens raise popularity, when the storage tiers
     /// are configured ([`AppState::feed_tiers`]).
     pub(crate) tiers: Arc<OnceLock<crate::scrobble::TierFeed>>,
+    /// The pool and budget of queries from the network; cancelled at
+    /// shutdown.
+    pub(crate) queries: Arc<crate::query_budget::QueryPool>,
+    /// The budget and deadlines every request body is read under.
+    pub(crate) bodies: crate::body::Bodies,
+    /// Every credential check: throttling and the Argon2 pool.
+    pub(crate) guard: Arc<crate::auth_guard::AuthGuard>,
 }
 
 #[derive(Default)]
 pub(crate) struct Live {
     pub now_playing: Mutex<HashMap<String, NowPlaying>>,
-    pub tokens: Mutex<HashMap<String, PendingToken>>,
+    /// `auth.getToken` tokens, expiring and capped (`expiry.rs`).
+    pub tokens: Mutex<crate::expiry::PendingTokens>,
     pub windows: Mutex<HashMap<IpAddr, (i64, u32)>>,
-    /// AS 1.2 session ids → user.
-    pub as12_sessions: Mutex<HashMap<String, String>>,
+    /// AS 1.2 session ids → user, expiring when idle and capped per user.
+    pub as12_sessions: Mutex<crate::as12::Sessions>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -161,6 +203,12 @@ impl AppState {
         clock: Arc<dyn Clock>,
     ) -> Self {
         let linker = Arc::new(Linker::start(db.clone()));
+        let queries = Arc::new(crate::query_budget::QueryPool::new(config.query_time));
+        let bodies = crate::body::Bodies::new(&config);
+        let guard = Arc::new(crate::auth_guard::AuthGuard::new(
+            &config.auth,
+            clock.clone(),
+        ));
         AppState {
             db,
             accounts,
@@ -170,6 +218,9 @@ impl AppState {
             live: Arc::new(Live::default()),
             linker,
             tiers: Arc::new(OnceLock::new()),
+            queries,
+            bodies,
+            guard,
         }
     }
 

@@ -9,16 +9,19 @@
 //! (psync, io_uring, io_uring with SQPOLL) run by a thread of its own (see
 //! [`pool`]). Files are sent as they are: there is no transcoding.
 //!
-//! Which file: callers resolve a library entry id to a path under a music
-//! folder ([`crate::music::Music::file_of`]); no request parameter is ever
-//! used as a path.
+//! Which file: callers resolve a library entry id to a song and open its
+//! file through its music folder's checked open
+//! ([`crate::music::Music::stream_of`], [`open_cached`]); no request
+//! parameter is ever used as a path.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
+use spindle_media::{MusicRoot, OpenRefused};
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 pub mod pool;
@@ -222,32 +225,42 @@ pub const OPEN_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(2
 /// Open files kept at most.
 const OPEN_CACHE_MAX: usize = 1024;
 
-type OpenFile = (std::sync::Arc<std::fs::File>, std::fs::Metadata);
+/// A file under a music folder, opened for streaming through the folder's
+/// checked open ([`MusicRoot::open`]: inside the folder once symlinks are
+/// resolved, a regular file). Clones share the descriptor: reads of it
+/// must give their offset (`pread`, `sendfile` with an offset), never
+/// move its position.
+#[derive(Clone)]
+pub struct OpenFile {
+    file: std::sync::Arc<std::fs::File>,
+    meta: std::fs::Metadata,
+    root: MusicRoot,
+    rel: PathBuf,
+}
 
-/// Answers by path, each kept for [`OPEN_CACHE_TTL`], at most
-/// [`OPEN_CACHE_MAX`] of them (expired ones are dropped when it is full).
-struct PathCache<V>(
-    std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, (V, std::time::Instant)>>,
-);
+/// Answers by (music folder, path below it), each kept for
+/// [`OPEN_CACHE_TTL`], at most [`OPEN_CACHE_MAX`] of them (expired ones
+/// are dropped when it is full).
+struct PathCache<V>(std::sync::Mutex<HashMap<(PathBuf, PathBuf), (V, std::time::Instant)>>);
 
 impl<V: Clone> PathCache<V> {
     fn new() -> PathCache<V> {
-        PathCache(std::sync::Mutex::new(std::collections::HashMap::new()))
+        PathCache(std::sync::Mutex::new(HashMap::new()))
     }
 
-    fn get(&self, path: &Path, now: std::time::Instant) -> Option<V> {
+    fn get(&self, key: &(PathBuf, PathBuf), now: std::time::Instant) -> Option<V> {
         let cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let (v, at) = cache.get(path)?;
+        let (v, at) = cache.get(key)?;
         (now.duration_since(*at) < OPEN_CACHE_TTL).then(|| v.clone())
     }
 
-    fn put(&self, path: &Path, v: V, now: std::time::Instant) {
+    fn put(&self, key: (PathBuf, PathBuf), v: V, now: std::time::Instant) {
         let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= OPEN_CACHE_MAX {
             cache.retain(|_, (_, at)| now.duration_since(*at) < OPEN_CACHE_TTL);
         }
         if cache.len() < OPEN_CACHE_MAX {
-            cache.insert(path.to_owned(), (v, now));
+            cache.insert(key, (v, now));
         }
     }
 }
@@ -255,47 +268,28 @@ impl<V: Clone> PathCache<V> {
 static OPEN_CACHE: std::sync::LazyLock<PathCache<OpenFile>> =
     std::sync::LazyLock::new(PathCache::new);
 
-/// The open file at `path` and its metadata, from a small cache of open
-/// files (like nginx's `open_file_cache`): a stream of a popular track
-/// costs no `open`, no `fstat`, and no wake-up of the music folders'
-/// watcher, which hears every open. `None` when it is not a regular file.
-fn open_cached(path: &Path) -> std::io::Result<Option<OpenFile>> {
+/// The file at `path` (absolute under `root`, or relative to it), opened
+/// through `root`'s checked open, from a small cache of open files (like
+/// nginx's `open_file_cache`): a stream of a popular track costs no
+/// `open`, no `fstat`, and no wake-up of the music folders' watcher,
+/// which hears every open. Only files the checked open gave are cached,
+/// keyed by their folder, so nothing reaches a stream without the check.
+pub fn open_cached(root: &MusicRoot, path: &Path) -> Result<OpenFile, OpenRefused> {
     let now = std::time::Instant::now();
-    if let Some(f) = OPEN_CACHE.get(path, now) {
-        return Ok(Some(f));
+    let rel = root.relative(path)?;
+    let key = (root.path().to_path_buf(), rel);
+    if let Some(f) = OPEN_CACHE.get(&key, now) {
+        return Ok(f);
     }
-    let file = std::fs::File::open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Ok(None);
-    }
-    let entry = (std::sync::Arc::new(file), meta);
-    OPEN_CACHE.put(path, entry.clone(), now);
-    Ok(Some(entry))
-}
-
-static RESOLVE_CACHE: std::sync::LazyLock<PathCache<std::path::PathBuf>> =
-    std::sync::LazyLock::new(PathCache::new);
-
-/// `path` made canonical (every symlink and `..` resolved) if `allowed`
-/// says the result may be served, remembered for [`OPEN_CACHE_TTL`] like
-/// open files: `realpath` costs a `readlink` per path component, six or
-/// more system calls a stream, for an answer that rarely changes. A path
-/// that is refused or fails is not remembered.
-pub fn resolve_cached(
-    path: &Path,
-    allowed: impl FnOnce(&Path) -> bool,
-) -> Option<std::path::PathBuf> {
-    let now = std::time::Instant::now();
-    if let Some(real) = RESOLVE_CACHE.get(path, now) {
-        return Some(real);
-    }
-    let real = std::fs::canonicalize(path).ok()?;
-    if !allowed(&real) {
-        return None;
-    }
-    RESOLVE_CACHE.put(path, real.clone(), now);
-    Some(real)
+    let (file, meta) = root.open(&key.1)?;
+    let entry = OpenFile {
+        file: std::sync::Arc::new(file),
+        meta,
+        root: root.clone(),
+        rel: key.1.clone(),
+    };
+    OPEN_CACHE.put(key, entry.clone(), now);
+    Ok(entry)
 }
 
 /// What was sent, for metrics and logs.
@@ -310,22 +304,44 @@ fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 }
 
 /// Answers a `GET` (or, with `head`, a `HEAD`) for the file at `path`,
-/// with `content_type`. The caller has checked that the path is one the
-/// client may read.
+/// opened below its own folder (a regular file, no symlink out of that
+/// folder). Files under a music folder go through [`open_cached`] and
+/// [`serve_opened`] with the music folder instead.
 pub async fn serve_file(
     path: &Path,
     content_type: &str,
     req: &HeaderMap,
     head: bool,
 ) -> (Response, Sent) {
-    // open and fstat of a file the caller just resolved are answered from
-    // the kernel's caches in microseconds: done here, as nginx does,
-    // rather than as two round trips through the blocking pool.
-    let (file, meta) = match open_cached(path) {
-        Ok(Some(fm)) => fm,
-        Ok(None) => return plain(StatusCode::NOT_FOUND, "not a file"),
-        Err(_) => return plain(StatusCode::NOT_FOUND, "the file is gone"),
-    };
+    let opened = path
+        .parent()
+        .zip(path.file_name())
+        .ok_or(())
+        .and_then(|(dir, name)| {
+            let root = MusicRoot::new(dir).map_err(|_| ())?;
+            open_cached(&root, Path::new(name)).map_err(|_| ())
+        });
+    match opened {
+        Ok(f) => serve_opened(f, content_type, req, head).await,
+        Err(()) => plain(StatusCode::NOT_FOUND, "the file is gone"),
+    }
+}
+
+/// Answers a `GET` (or, with `head`, a `HEAD`) for a file opened by
+/// [`open_cached`], with `content_type`. The caller has checked that the
+/// client may read it.
+pub async fn serve_opened(
+    opened: OpenFile,
+    content_type: &str,
+    req: &HeaderMap,
+    head: bool,
+) -> (Response, Sent) {
+    let OpenFile {
+        file,
+        meta,
+        root,
+        rel,
+    } = opened;
     let len = meta.len();
     let v = Validators::of(&meta);
 
@@ -392,7 +408,7 @@ pub async fn serve_file(
     } else {
         // A file of its own: tokio reads at the file position, which a
         // duplicate of the cached descriptor would share with others.
-        let Ok(own) = std::fs::File::open(path) else {
+        let Ok((own, _)) = root.open(&rel) else {
             return plain(StatusCode::NOT_FOUND, "the file is gone");
         };
         let mut file = tokio::fs::File::from_std(own);

@@ -18,6 +18,8 @@ struct Fixture {
     _dirs: (tempfile::TempDir, tempfile::TempDir),
     song: String,
     file: std::path::PathBuf,
+    /// ann's ListenBrainz token, to read her (private) history.
+    ann_token: String,
 }
 
 fn fixture() -> Fixture {
@@ -36,6 +38,7 @@ fn fixture() -> Fixture {
     let accounts = Accounts::open(&data.path().join("accounts")).unwrap();
     accounts.add_user("ann", PW, 0).unwrap();
     accounts.add_user("bob", PW, 0).unwrap();
+    let ann_token = accounts.user_token("ann").unwrap();
     let (listens, _) = spindle_listens::Listens::open(&data.path().join("listens")).unwrap();
     let state = AppState::new(
         db.clone(),
@@ -63,6 +66,7 @@ fn fixture() -> Fixture {
         _dirs: (data, music),
         song: id.to_string(),
         file,
+        ann_token,
     }
 }
 
@@ -273,7 +277,8 @@ async fn streams_honour_ranges_and_never_count_a_play() {
     assert_eq!((s, body.len()), (StatusCode::OK, want.len()));
     let (s, body) = get(&f.app, &uri, &[("range", "bytes=oops")]).await;
     assert_eq!((s, body.len()), (StatusCode::OK, want.len()));
-    let (_, body) = get(&f.app, "/1/user/ann/listens", &[]).await;
+    let auth = format!("Token {}", f.ann_token);
+    let (_, body) = get(&f.app, "/1/user/ann/listens", &[("authorization", &auth)]).await;
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(v["payload"]["count"], 0, "streaming counted a play");
 }

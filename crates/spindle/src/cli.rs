@@ -57,7 +57,8 @@ pub enum Command {
     /// Benchmarks that compare Spindle with its peers in one run.
     #[command(subcommand)]
     Bench(BenchCommand),
-    /// Accounts for the scrobble APIs: add a user, print a ListenBrainz token.
+    /// Accounts for the scrobble APIs: add a user, print a ListenBrainz token,
+    /// make a listening history public or private.
     #[command(subcommand)]
     User(UserCommand),
     /// API key and secret pairs for Last.fm clients.

@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
 use axum::body::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
@@ -110,15 +110,69 @@ fn stand_in_offset(s: &[u8]) -> Option<usize> {
     (p >= base && p < base + MAX_STAND_IN && !s.is_empty()).then(|| p - base)
 }
 
-/// A TCP connection whose writes send stand-ins' ranges by `sendfile`.
+/// A TCP connection whose writes send stand-ins' ranges by `sendfile`,
+/// and fail with `TimedOut` once the socket has taken no bytes for the
+/// write timeout (a client that stopped reading is let go).
+///
+/// The timeout costs nothing per write: a write that goes through only
+/// clears [`SendfileStream::stalled_since`]. A write that finds the socket
+/// full notes the time (once per stall) and polls one timer, made on the
+/// first stall and reset at most once per timeout period: when it fires
+/// early (it was set for an earlier stall) it is moved to the current
+/// stall's deadline.
 pub struct SendfileStream {
     tcp: TcpStream,
     queue: Arc<SendQueue>,
+    write_timeout: std::time::Duration,
+    /// When the socket last refused a write, if no write went through
+    /// since.
+    stalled_since: Option<tokio::time::Instant>,
+    /// Wakes the connection at the write timeout of a stall.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl SendfileStream {
-    pub fn new(tcp: TcpStream, queue: Arc<SendQueue>) -> SendfileStream {
-        SendfileStream { tcp, queue }
+    pub fn new(
+        tcp: TcpStream,
+        queue: Arc<SendQueue>,
+        write_timeout: std::time::Duration,
+    ) -> SendfileStream {
+        SendfileStream {
+            tcp,
+            queue,
+            write_timeout,
+            stalled_since: None,
+            timer: None,
+        }
+    }
+
+    /// The socket is full: whether the stall has lasted the write timeout
+    /// (then an error), else Pending with the timer set to wake this task
+    /// when it will have.
+    fn poll_stalled(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<usize>> {
+        let since = *self
+            .stalled_since
+            .get_or_insert_with(tokio::time::Instant::now);
+        let deadline = since + self.write_timeout;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        loop {
+            if std::future::Future::poll(timer.as_mut(), cx).is_pending() {
+                return Poll::Pending;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "the client read nothing for {} s",
+                        self.write_timeout.as_secs_f32()
+                    ),
+                )));
+            }
+            // Set for an earlier stall: move it to this one's deadline.
+            timer.as_mut().reset(deadline);
+        }
     }
 
     /// One attempt at writing `bufs` without blocking: the ordinary
@@ -179,7 +233,7 @@ impl SendfileStream {
     }
 
     fn poll_write_slices(
-        &self,
+        &mut self,
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
@@ -187,10 +241,18 @@ impl SendfileStream {
             return Poll::Ready(Ok(0));
         }
         loop {
-            ready!(self.tcp.poll_write_ready(cx))?;
+            match self.tcp.poll_write_ready(cx) {
+                Poll::Ready(r) => r?,
+                Poll::Pending => return self.poll_stalled(cx),
+            }
             match self.tcp.try_io(Interest::WRITABLE, || self.write_now(bufs)) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                r => return Poll::Ready(r),
+                r => {
+                    if r.is_ok() {
+                        self.stalled_since = None;
+                    }
+                    return Poll::Ready(r);
+                }
             }
         }
     }
@@ -212,7 +274,7 @@ impl AsyncWrite for SendfileStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        self.poll_write_slices(cx, &[IoSlice::new(buf)])
+        self.get_mut().poll_write_slices(cx, &[IoSlice::new(buf)])
     }
 
     fn poll_write_vectored(
@@ -220,7 +282,7 @@ impl AsyncWrite for SendfileStream {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        self.poll_write_slices(cx, bufs)
+        self.get_mut().poll_write_slices(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -268,7 +330,7 @@ mod tests {
         });
         let tcp = TcpStream::connect(addr).await.unwrap();
         let queue = Arc::new(SendQueue::default());
-        let mut w = SendfileStream::new(tcp, queue.clone());
+        let mut w = SendfileStream::new(tcp, queue.clone(), std::time::Duration::from_secs(60));
         let mut want = Vec::new();
         // head, stand-in, gap, stand-in, stand-in, tail
         type Part<'a> = (Option<(u64, usize)>, &'a [u8]);
@@ -335,7 +397,7 @@ mod tests {
         let _accept = tokio::spawn(async move { listener.accept().await });
         let tcp = TcpStream::connect(addr).await.unwrap();
         let queue = Arc::new(SendQueue::default());
-        let mut w = SendfileStream::new(tcp, queue);
+        let mut w = SendfileStream::new(tcp, queue, std::time::Duration::from_secs(60));
         // Nothing queued.
         let r = w.write(&STAND_IN[..100]).await;
         assert!(r.is_err());

@@ -1,23 +1,47 @@
 //! Who is asking: Subsonic's `u`+`p` (plain or `enc:` hex), `u`+`t`+`s`
 //! (t = md5(password + salt)) and OpenSubsonic's `apiKey` (a user's token,
-//! the one `spindle user token NAME` prints).
+//! the one `spindle user token NAME` prints). Every check goes through
+//! the server's [`crate::auth_guard::AuthGuard`]: throttled per address
+//! and account, an unknown user answered as a wrong password.
 
-use crate::accounts::Accounts;
+use std::net::IpAddr;
+
+use crate::accounts::constant_eq;
+use crate::auth_guard::Denied;
 use crate::params::Params;
+use crate::state::AppState;
+
+/// The API's name in log lines.
+const VIA: &str = "subsonic";
 
 /// A refusal, as a Subsonic error code and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     pub code: u32,
-    pub message: &'static str,
+    pub message: String,
 }
 
-const fn refuse(code: u32, message: &'static str) -> Refusal {
-    Refusal { code, message }
+fn refuse(code: u32, message: &str) -> Refusal {
+    Refusal {
+        code,
+        message: message.to_owned(),
+    }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+const WRONG: &str = "Wrong username or password";
+
+/// A guard's refusal in Subsonic's words: a wrong credential (and a wait,
+/// which has no code of its own) under `code`, a full hashing pool as a
+/// generic error.
+fn denied(d: Denied, code: u32, wrong: &str) -> Refusal {
+    match d {
+        Denied::Wrong => refuse(code, wrong),
+        Denied::Wait { retry_after } => Refusal {
+            code,
+            message: format!("Too many failed logins; try again in {retry_after} s"),
+        },
+        Denied::Busy => refuse(0, "The server is busy; try again shortly"),
+    }
 }
 
 fn unhex(s: &str) -> Option<String> {
@@ -31,8 +55,13 @@ fn unhex(s: &str) -> Option<String> {
     String::from_utf8(bytes?).ok()
 }
 
-/// The user a request authenticates as.
-pub fn authenticate(p: &Params, accounts: &Accounts) -> Result<String, Refusal> {
+/// The user a request from `ip` authenticates as.
+pub async fn authenticate(
+    p: &Params,
+    st: &AppState,
+    ip: Option<IpAddr>,
+) -> Result<String, Refusal> {
+    let (accounts, guard) = (&st.accounts, &st.guard);
     if let Some(key) = p.get("apiKey") {
         if p.get("u").is_some() {
             return Err(refuse(
@@ -40,30 +69,36 @@ pub fn authenticate(p: &Params, accounts: &Accounts) -> Result<String, Refusal> 
                 "Multiple conflicting authentication mechanisms provided",
             ));
         }
-        return accounts
-            .user_by_token(key)
-            .ok_or(refuse(44, "Invalid API key"));
+        return guard
+            .check(ip, None, VIA, || accounts.user_by_token(key))
+            .map_err(|d| denied(d, 44, "Invalid API key"));
     }
     let Some(user) = p.nonempty("u") else {
         return Err(refuse(10, "Required parameter is missing: u"));
     };
-    let wrong = refuse(40, "Wrong username or password");
     if let Some(pw) = p.get("p") {
         let pw = match pw.strip_prefix("enc:") {
-            Some(hex) => unhex(hex).ok_or(wrong.clone())?,
-            None => pw.to_owned(),
+            Some(hex) => unhex(hex),
+            None => Some(pw.to_owned()),
         };
+        // A user without a sealed copy has only the Argon2 hash.
+        if let Some(pw) = &pw {
+            if accounts.user_exists(user) && accounts.password(user).is_none() {
+                return guard
+                    .password(accounts, ip, user, pw, VIA)
+                    .await
+                    .map(|()| user.to_owned())
+                    .map_err(|d| denied(d, 40, WRONG));
+            }
+        }
         // The sealed password compares in constant time and costs no
-        // Argon2 run per request; the hash is the fallback.
-        let good = match accounts.password(user) {
-            Some(stored) => constant_time_eq(stored.as_bytes(), pw.as_bytes()),
-            None => accounts.check_password(user, &pw),
-        };
-        return if good {
-            Ok(user.to_owned())
-        } else {
-            Err(wrong)
-        };
+        // Argon2 run; an unknown user fails the same way, as fast.
+        return guard
+            .check(ip, Some(user), VIA, || {
+                let stored = accounts.password(user)?;
+                constant_eq(stored.as_bytes(), pw?.as_bytes()).then(|| user.to_owned())
+            })
+            .map_err(|d| denied(d, 40, WRONG));
     }
     match (p.get("t"), p.get("s")) {
         (Some(t), Some(s)) => {
@@ -73,11 +108,13 @@ pub fn authenticate(p: &Params, accounts: &Accounts) -> Result<String, Refusal> 
                     "Token authentication not supported for this user; send the password",
                 ));
             }
-            if accounts.check_salted_token(user, t, s) {
-                Ok(user.to_owned())
-            } else {
-                Err(wrong)
-            }
+            guard
+                .check(ip, Some(user), VIA, || {
+                    accounts
+                        .check_salted_token(user, t, s)
+                        .then(|| user.to_owned())
+                })
+                .map_err(|d| denied(d, 40, WRONG))
         }
         _ => Err(refuse(10, "Required parameter is missing: p, or t and s")),
     }

@@ -129,13 +129,25 @@ struct Found {
     songs: Vec<usize>,
 }
 
-fn search_words(cat: &Catalog, q: &str) -> Found {
+fn search_words(cat: &Catalog, q: &str) -> Result<Found, Fail> {
     let words: Vec<String> = q.split_whitespace().map(str::to_lowercase).collect();
+    // Each word is a pass over every song, like a filter of the query
+    // language: the same limit.
+    let max = spindle_query::limits::NETWORK_MAX_TERMS;
+    if words.len() > max {
+        return Err(Fail(
+            0,
+            format!(
+                "The search has {} words; at most {max} are allowed: use fewer words",
+                words.len()
+            ),
+        ));
+    }
     let hit = |hay: &str| {
         let hay = hay.to_lowercase();
         words.iter().all(|w| hay.contains(w.as_str()))
     };
-    Found {
+    Ok(Found {
         artists: (0..cat.artists.len())
             .filter(|&n| hit(&cat.artists[n].name))
             .collect(),
@@ -151,16 +163,18 @@ fn search_words(cat: &Catalog, q: &str) -> Found {
                 hit(&format!("{} {} {}", s.title, s.artist, s.album))
             })
             .collect(),
-    }
+    })
 }
 
+/// The query within the network's limits, on the server's query pool
+/// (see [`crate::query_budget`]); refused, over budget or busy is error 0
+/// with the reason.
 fn search_query(c: &Ctx, cat: &Catalog, q: &str) -> Result<Found, Fail> {
-    let parsed = spindle_query::parse(q).map_err(|e| Fail(0, format!("Query: {e}")))?;
-    let lib = c.state.db.read();
-    let ids = lib
-        .query_ids(&parsed.coll, &spindle_query::SourcePref::default())
+    let ids = c
+        .state
+        .queries
+        .search(&c.state.db, q)
         .map_err(|e| Fail(0, format!("Query: {e}")))?;
-    drop(lib);
     let songs: Vec<usize> = ids
         .ids
         .iter()
@@ -192,6 +206,16 @@ fn search_query(c: &Ctx, cat: &Catalog, q: &str) -> Result<Found, Fail> {
 
 pub(crate) fn search3(c: &mut Ctx) -> SyncResult {
     let q = c.p.get("query").unwrap_or("").trim();
+    let max = spindle_query::limits::NETWORK_MAX_PATTERN_BYTES;
+    if q.len() > max {
+        return Err(Fail(
+            0,
+            format!(
+                "The search is {} bytes long; at most {max} are allowed: shorten it",
+                q.len()
+            ),
+        ));
+    }
     let q = q.trim_matches('"').trim_end_matches('*').trim().to_owned();
     let folder = folder(c)?;
     let cat = c.cat();
@@ -204,7 +228,7 @@ pub(crate) fn search3(c: &mut Ctx) -> SyncResult {
     } else if looks_like_query(&q) {
         search_query(c, &cat, &q)?
     } else {
-        search_words(&cat, &q)
+        search_words(&cat, &q)?
     };
     let starred = c.music.userdata.starred(&c.user);
     let artists = found

@@ -5,10 +5,12 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::Response;
 use spindle_listens::Listen;
+use spindle_media::tags::{embedded_cover, TagError};
+use spindle_media::COVER_CAP;
 
 use super::{missing, not_found, Ctx, Fail};
 use crate::scrobble;
-use crate::stream::serve_file;
+use crate::stream::serve_opened;
 
 type Answer = Result<Response, Fail>;
 
@@ -31,7 +33,7 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
         // Through the tiers, the music folder is one copy among several.
         let path = match music.tiers() {
             Some(_) => None,
-            None => Some(music.file_of(s).ok_or_else(|| not_found("File"))?),
+            None => Some(music.stream_of(s).map_err(|_| not_found("File"))?),
         };
         let name = s
             .file
@@ -49,7 +51,7 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
     };
     let (mut resp, sent) = match (path, metrics_of.tiers()) {
         (_, Some(tiers)) => crate::tiered::serve_track(tiers, &track, &ct, headers, head).await,
-        (Some(path), None) => serve_file(&path, &ct, headers, head).await,
+        (Some(opened), None) => serve_opened(opened, &ct, headers, head).await,
         (None, None) => return Err(not_found("File")),
     };
     if sent.status < 300 {
@@ -84,6 +86,11 @@ const FOLDER_ART: [&str; 6] = [
 
 /// `getCoverArt`: the front cover embedded in the song (or the album's
 /// first song), else a cover image in its folder. `size` is ignored.
+///
+/// Every file is opened through the song's music folder's checked open
+/// (no symlink out of the folder, regular files only) and images are
+/// capped at [`COVER_CAP`]: a candidate that is refused or too large is
+/// logged and the next one tried.
 pub(crate) async fn cover_art(mut c: Ctx) -> Answer {
     let id = c.req("id")?.to_owned();
     let music = c.music.clone();
@@ -99,19 +106,32 @@ pub(crate) async fn cover_art(mut c: Ctx) -> Answer {
         } else {
             return Err(not_found("Cover art"));
         };
-        let path = music.file_of(song).ok_or_else(|| not_found("Cover art"))?;
-        if let Some(art) = embedded(&path) {
-            return Ok(art);
+        let (file, _) = music.file_of(song).map_err(|_| not_found("Cover art"))?;
+        match embedded_cover(&file, &song.file) {
+            Ok(Some(cover)) => return Ok((cover.data, cover.mime)),
+            Ok(None) => {}
+            Err(e @ TagError::CoverTooLarge { .. }) => {
+                eprintln!(
+                    "spindle: getCoverArt: skipping the cover in {}: {e}",
+                    song.file.display()
+                );
+            }
+            Err(_) => {}
         }
-        let dir = path.parent().ok_or_else(|| not_found("Cover art"))?;
+        let root = music.folder_of(song).map_err(|_| not_found("Cover art"))?;
+        let dir = song.file.parent().ok_or_else(|| not_found("Cover art"))?;
         for name in FOLDER_ART {
-            if let Ok(bytes) = std::fs::read(dir.join(name)) {
-                let mime = if name.ends_with(".png") {
-                    "image/png"
-                } else {
-                    "image/jpeg"
-                };
-                return Ok((bytes, mime.to_owned()));
+            match root.read_capped(&dir.join(name), COVER_CAP) {
+                Ok(bytes) => {
+                    let mime = if name.ends_with(".png") {
+                        "image/png"
+                    } else {
+                        "image/jpeg"
+                    };
+                    return Ok((bytes, mime.to_owned()));
+                }
+                Err(e) if e.is_missing() => {}
+                Err(e) => eprintln!("spindle: getCoverArt: skipping {e}"),
             }
         }
         Err(not_found("Cover art"))
@@ -130,21 +150,6 @@ pub(crate) async fn cover_art(mut c: Ctx) -> Answer {
     Ok(r)
 }
 
-fn embedded(path: &std::path::Path) -> Option<(Vec<u8>, String)> {
-    use lofty::file::TaggedFileExt;
-    use lofty::picture::PictureType;
-    let f = lofty::read_from_path(path).ok()?;
-    let pics: Vec<_> = f.tags().iter().flat_map(|t| t.pictures().iter()).collect();
-    let pic = pics
-        .iter()
-        .find(|p| p.pic_type() == PictureType::CoverFront)
-        .or(pics.first())?;
-    let mime = pic
-        .mime_type()
-        .map_or("image/jpeg".to_owned(), |m| m.as_str().to_owned());
-    Some((pic.data().to_vec(), mime))
-}
-
 /// `scrobble`: `submission=false` is a now-playing report; otherwise each
 /// `id` (with its `time` in ms, default now) becomes a listen in the
 /// history, checked like every API's.
@@ -160,6 +165,10 @@ pub(crate) async fn scrobble(mut c: Ctx) -> Answer {
         .collect();
     let submission = c.p.get("submission") != Some("false");
     let player = c.p.nonempty("c").unwrap_or("subsonic").to_owned();
+    if player.len() > spindle_listens::limits::MAX_CLIENT {
+        let max = spindle_listens::limits::MAX_CLIENT;
+        return Err(Fail(0, format!("The client name (c) is over {max} bytes")));
+    }
     let now = c.now();
     let user = c.user.clone();
     let (c, listens) = tokio::task::spawn_blocking(move || {

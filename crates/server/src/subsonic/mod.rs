@@ -31,9 +31,6 @@ use crate::params::Params;
 use crate::state::AppState;
 use response::{Format, Node};
 
-/// Largest form body accepted.
-const MAX_BODY: usize = 1 << 20;
-
 pub fn router() -> Router<AppState> {
     Router::new().route("/rest/{method}", get(handle).post(handle))
 }
@@ -110,15 +107,30 @@ async fn handle(
 ) -> Response {
     let started = Instant::now();
     let (parts, body) = req.into_parts();
+    let ip = crate::auth_guard::client_ip(&parts.extensions);
+    // A POST with its credentials in the query string is authenticated
+    // before its body is read; one with them in the body (OpenSubsonic
+    // formPost) may send only a small body before it is authenticated
+    // (crate::body::SUBSONIC_PRE_AUTH_MAX_BODY).
+    let mut early_user = None;
     let body = if parts.method == Method::POST {
-        match axum::body::to_bytes(body, MAX_BODY).await {
-            Ok(b) => b,
-            Err(_) => {
-                return response::error(0, "Request body too large", &Format::Xml);
+        let query = Params::parse(parts.uri.query(), b"");
+        let fmt = Format::from_params(query.get("f"), query.get("callback"));
+        let limit = if has_credentials(&query) {
+            match who(&query, &state, ip).await {
+                Ok(user) => early_user = Some(user),
+                Err(Fail(code, msg)) => return response::error(code, &msg, &fmt),
             }
+            crate::body::SUBSONIC_MAX_BODY
+        } else {
+            crate::body::SUBSONIC_PRE_AUTH_MAX_BODY
+        };
+        match crate::body::read_body(body, limit, &state.bodies).await {
+            Ok(b) => b,
+            Err(e) => return e.decorate(response::error(0, &e.to_string(), &fmt)),
         }
     } else {
-        Default::default()
+        crate::body::BodyBytes::empty()
     };
     let p = Params::parse(parts.uri.query(), &body);
     let fmt = Format::from_params(p.get("f"), p.get("callback"));
@@ -128,23 +140,22 @@ async fn handle(
     if method == "getOpenSubsonicExtensions" {
         return response::ok(Some(browse::extensions()), &fmt);
     }
-    // Authentication, then the method, on a blocking thread: the store is
-    // synchronous and so are the account checks.
-    // A stream authenticated by apiKey or salted token costs a map lookup
-    // and an md5, microseconds: checked right here, it saves a hop to the
-    // blocking pool per request (the password forms may run Argon2, so
-    // they still go there).
+    // Authentication here (throttled; an Argon2 run waits on the hashing
+    // pool), then the method on a blocking thread: the store is
+    // synchronous. A stream authenticated by apiKey or salted token skips
+    // that hop (it was a saving when the check ran there too).
     let quick = matches!(method.as_str(), "stream" | "download")
         && (p.get("apiKey").is_some() || (p.get("t").is_some() && p.get("s").is_some()));
     let st = state.clone();
     let mu = music.clone();
     let fmt2 = fmt.clone();
     let m2 = method.clone();
+    let authed = match early_user {
+        Some(u) => Ok(u),
+        None => who(&p, &state, ip).await,
+    };
     let run = move || {
-        let user = match auth::authenticate(&p, &st.accounts) {
-            Ok(u) => u,
-            Err(r) => return Err(Fail(r.code, r.message.to_owned())),
-        };
+        let user = authed?;
         let mut ctx = Ctx {
             state: st,
             music: mu,
@@ -185,6 +196,22 @@ async fn handle(
     let failed = !resp.status().is_success();
     music.metrics.request(started.elapsed(), failed);
     resp
+}
+
+/// Who a request from `ip` is (throttled; an Argon2 run goes to the
+/// hashing pool).
+async fn who(p: &Params, st: &AppState, ip: Option<std::net::IpAddr>) -> Result<String, Fail> {
+    auth::authenticate(p, st, ip)
+        .await
+        .map_err(|r| Fail(r.code, r.message))
+}
+
+/// Whether `p` holds a whole set of credentials (`u`+`p`, `u`+`t`+`s` or
+/// `apiKey`), so the request can be authenticated from it alone.
+fn has_credentials(p: &Params) -> bool {
+    p.get("apiKey").is_some()
+        || (p.get("u").is_some()
+            && (p.get("p").is_some() || (p.get("t").is_some() && p.get("s").is_some())))
 }
 
 fn dispatch(method: &str, c: &mut Ctx) -> SyncResult {

@@ -84,7 +84,7 @@ pub(super) async fn playing(
     let Some(user) = session_user(&st, &music, &h) else {
         return err(StatusCode::UNAUTHORIZED, "not logged in");
     };
-    let p: Playing = match small_json(body).await {
+    let p: Playing = match small_json(&st, body).await {
         Ok(p) => p,
         Err(r) => return r,
     };
@@ -120,6 +120,7 @@ pub(super) async fn playing(
             Json(json!({ "accepted": out.first() == Some(&spindle_listens::Submitted::Accepted) }))
                 .into_response()
         }
+        Err(e) if e.is_refusal() => err(StatusCode::BAD_REQUEST, &e.to_string()),
         Err(e) => err(
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!("could not record the listen: {e}"),

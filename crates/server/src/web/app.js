@@ -64,8 +64,11 @@ async function start() {
   $("app").hidden = !me.ok;
   $("nav").hidden = !me.ok;
   $("logout").hidden = !me.ok;
+  $("privacy").hidden = !me.ok;
   $("who").textContent = me.ok ? me.body.user : "";
   if (!me.ok) return;
+  const priv = await api("/ui/api/me/privacy");
+  $("public").checked = priv.ok && priv.body.public;
   loadQueue();
   route();
   refreshActivity();
@@ -85,6 +88,17 @@ $("login-form").addEventListener("submit", async (ev) => {
     return;
   }
   start();
+});
+
+// Whether the listening history is public (see /ui/api/me/privacy).
+$("public").addEventListener("change", async (ev) => {
+  const want = ev.target.checked;
+  const r = await api("/ui/api/me/privacy", {
+    method: "POST",
+    headers: CSRF,
+    body: JSON.stringify({ public: want }),
+  });
+  ev.target.checked = r.ok ? r.body.public : !want;
 });
 
 $("logout").addEventListener("click", async () => {

@@ -16,6 +16,7 @@ use spindle_listens::{normalise, ChartKind, ChartQuery};
 use super::{err, with_catalog};
 use crate::catalog::{Album, Catalog, Song};
 use crate::music::Music;
+use crate::query_budget::SearchError;
 use crate::state::AppState;
 
 pub(super) fn song_json(s: &Song) -> Value {
@@ -50,23 +51,26 @@ pub(super) async fn search(
         let songs: Vec<usize> = if text.is_empty() {
             (0..cat.songs.len()).collect()
         } else {
-            let parsed = match spindle_query::parse(text) {
-                Ok(p) => p,
-                Err(e) => {
+            // Within the network's limits, on the query pool (see
+            // crate::query_budget): a pattern or a query over its limits
+            // is the user's to change (400), a busy or stopping server
+            // is not (503).
+            match st.queries.search(&st.db, text) {
+                Ok(ids) => ids
+                    .ids
+                    .iter()
+                    .filter_map(|id| cat.song_index(*id))
+                    .collect(),
+                Err(SearchError::Pattern(e)) => {
                     return (
                         StatusCode::BAD_REQUEST,
                         Json(json!({ "error": e.message, "column": e.column })),
                     )
                         .into_response()
                 }
-            };
-            let lib = st.db.read();
-            match lib.query_ids(&parsed.coll, &spindle_query::SourcePref::default()) {
-                Ok(ids) => ids
-                    .ids
-                    .iter()
-                    .filter_map(|id| cat.song_index(*id))
-                    .collect(),
+                Err(e) if e.is_retryable() => {
+                    return err(StatusCode::SERVICE_UNAVAILABLE, &e.to_string())
+                }
                 Err(e) => return err(StatusCode::BAD_REQUEST, &e.to_string()),
             }
         };

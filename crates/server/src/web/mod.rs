@@ -5,12 +5,18 @@
 //! SVG charts ([`charts`]).
 //!
 //! Access: a user logs in with name and password (Argon2-checked) and gets
-//! a session cookie (`HttpOnly`, `SameSite=Strict`, random 128-bit id,
-//! kept in memory). State-changing requests (login, logout, the player's
+//! a session cookie (`HttpOnly`, `SameSite=Strict`, `Secure` when the
+//! server's public URL is `https://`, random 128-bit id, kept in memory,
+//! ending after [`SESSION_TTL`] unused, at most
+//! [`MAX_SESSIONS_PER_USER`] per user). State-changing requests (login, logout, the player's
 //! now-playing and scrobble reports) must carry the `X-Spindle-Csrf`
 //! header, which a cross-site form cannot send, and a same-origin
-//! `Origin` when the browser sends one; a failed login costs the client a
-//! second. Every `/ui/api/…`, `/ui/chart/…` and `/ui/stream/ID` request
+//! `Origin` when the browser sends one; failed logins are throttled
+//! ([`crate::throttle`]: 429 with `Retry-After`). `/ui/api/me/privacy`
+//! reads and sets whether the user's
+//! listening history is public (ListenBrainz and Last.fm reads without
+//! the user's credentials); it is private until the user says otherwise.
+//! Every `/ui/api/…`, `/ui/chart/…` and `/ui/stream/ID` request
 //! needs a session; only the page, its script and its style sheet (which
 //! hold no data) are public, so the login form can load.
 
@@ -18,9 +24,7 @@ mod activity;
 mod charts;
 mod library;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -32,33 +36,35 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::accounts::random_hex;
+use crate::auth_guard::ClientIp;
 use crate::catalog::Catalog;
+use crate::expiry::IdleSessions;
 use crate::music::Music;
 use crate::state::{lock, AppState};
 
 const COOKIE: &str = "spindle_session";
 const CSRF_HEADER: &str = "x-spindle-csrf";
-/// Sessions last this long without use.
-const SESSION_TTL: i64 = 7 * 24 * 3600;
+/// A web session ends after this long without a request: 7 days, so a
+/// browser used weekly stays logged in and a forgotten one does not.
+pub const SESSION_TTL: i64 = 7 * 24 * 3600;
+
+/// Most live web sessions per user: 32 browsers; a login past it ends the
+/// user's oldest session. Only a correct password makes a session, so the
+/// table stays under 32 × the number of accounts.
+pub const MAX_SESSIONS_PER_USER: usize = 32;
 
 const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
 const STYLE_CSS: &str = include_str!("style.css");
 
-/// Logged-in browsers: session id → (user, last use).
+/// Logged-in browsers: session id → user, ending when idle
+/// ([`SESSION_TTL`]) and capped per user ([`MAX_SESSIONS_PER_USER`]).
 #[derive(Default)]
-pub struct Sessions(Mutex<HashMap<String, (String, i64)>>);
+pub struct Sessions(Mutex<IdleSessions<SESSION_TTL, MAX_SESSIONS_PER_USER>>);
 
 impl Sessions {
     fn user(&self, id: &str, now: i64) -> Option<String> {
-        let mut s = lock(&self.0);
-        let e = s.get_mut(id)?;
-        if now - e.1 > SESSION_TTL {
-            s.remove(id);
-            return None;
-        }
-        e.1 = now;
-        Some(e.0.clone())
+        lock(&self.0).user(id, now)
     }
 }
 
@@ -75,6 +81,7 @@ pub fn router() -> Router<AppState> {
         .route("/ui/login", post(login))
         .route("/ui/logout", post(logout))
         .route("/ui/api/me", get(me))
+        .route("/ui/api/me/privacy", get(privacy).post(set_privacy))
         .route("/ui/api/search", get(library::search))
         .route("/ui/api/album/{id}", get(library::album))
         .route("/ui/api/artists", get(library::artists))
@@ -160,38 +167,54 @@ struct LoginForm {
 async fn login(
     State(st): State<AppState>,
     Extension(music): Extension<Arc<Music>>,
+    ClientIp(ip): ClientIp,
     h: HeaderMap,
     body: Body,
 ) -> Response {
     if !csrf_ok(&h) {
         return err(StatusCode::FORBIDDEN, "cross-site request refused");
     }
-    let form: LoginForm = match small_json(body).await {
+    let form: LoginForm = match small_json(&st, body).await {
         Ok(f) => f,
         Err(r) => return r,
     };
-    let acc = st.accounts.clone();
-    let (user, pw) = (form.user.clone(), form.password);
-    let good = tokio::task::spawn_blocking(move || acc.check_password(&user, &pw))
-        .await
-        .unwrap_or(false);
-    if !good {
-        // Slow down guessing.
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        return err(StatusCode::UNAUTHORIZED, "wrong user name or password");
+    let checked = st
+        .guard
+        .password(&st.accounts, ip, &form.user, &form.password, "web")
+        .await;
+    if let Err(denied) = checked {
+        return crate::auth_guard::http_refusal(denied, "wrong user name or password", err);
     }
     let id = random_hex();
-    lock(&music.sessions.0).insert(id.clone(), (form.user.clone(), st.now()));
+    lock(&music.sessions.0).insert(id.clone(), &form.user, st.now());
     let mut r = Json(json!({ "user": form.user })).into_response();
-    if let Ok(v) = HeaderValue::from_str(&format!(
-        "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_TTL}"
-    )) {
+    if let Ok(v) = HeaderValue::from_str(&session_cookie(&st, &id, SESSION_TTL)) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }
     r
 }
 
-async fn logout(Extension(music): Extension<Arc<Music>>, h: HeaderMap) -> Response {
+/// The `Set-Cookie` value of a session (an empty `id` with `max_age` 0
+/// ends it). `Secure` keeps the cookie off plain HTTP; the server speaks
+/// no TLS itself, so it is set when the public URL is `https://` (a TLS
+/// proxy in front), and left off for plain-HTTP setups, where a browser
+/// would otherwise never send the cookie back.
+fn session_cookie(st: &AppState, id: &str, max_age: i64) -> String {
+    let secure = st.config.public_url.as_deref().is_some_and(|u| {
+        u.get(..8)
+            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+    });
+    format!(
+        "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+async fn logout(
+    State(st): State<AppState>,
+    Extension(music): Extension<Arc<Music>>,
+    h: HeaderMap,
+) -> Response {
     if !csrf_ok(&h) {
         return err(StatusCode::FORBIDDEN, "cross-site request refused");
     }
@@ -199,11 +222,61 @@ async fn logout(Extension(music): Extension<Arc<Music>>, h: HeaderMap) -> Respon
         lock(&music.sessions.0).remove(&id);
     }
     let mut r = Json(json!({})).into_response();
-    r.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_static("spindle_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
-    );
+    if let Ok(v) = HeaderValue::from_str(&session_cookie(&st, "", 0)) {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
     r
+}
+
+/// `{"user": …, "public": bool}`: whether the user's listening history is
+/// public.
+fn privacy_json(music: &Music, user: &str) -> Response {
+    Json(json!({ "user": user, "public": music.listens_public(user) })).into_response()
+}
+
+async fn privacy(
+    State(st): State<AppState>,
+    Extension(music): Extension<Arc<Music>>,
+    h: HeaderMap,
+) -> Response {
+    match session_user(&st, &music, &h) {
+        Some(u) => privacy_json(&music, &u),
+        None => err(StatusCode::UNAUTHORIZED, "not logged in"),
+    }
+}
+
+#[derive(Deserialize)]
+struct PrivacyForm {
+    public: bool,
+}
+
+/// Makes the user's listening history public (`{"public": true}`) or
+/// private again. CSRF-checked; the user is the session's.
+async fn set_privacy(
+    State(st): State<AppState>,
+    Extension(music): Extension<Arc<Music>>,
+    h: HeaderMap,
+    body: Body,
+) -> Response {
+    if !csrf_ok(&h) {
+        return err(StatusCode::FORBIDDEN, "cross-site request refused");
+    }
+    let Some(user) = session_user(&st, &music, &h) else {
+        return err(StatusCode::UNAUTHORIZED, "not logged in");
+    };
+    let form: PrivacyForm = match small_json(&st, body).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    let (m, u) = (music.clone(), user.clone());
+    match tokio::task::spawn_blocking(move || m.set_listens_public(&u, form.public)).await {
+        Ok(Ok(())) => privacy_json(&music, &user),
+        Ok(Err(e)) => err(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("could not save the setting: {e}"),
+        ),
+        Err(_) => err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"),
+    }
 }
 
 async fn me(
@@ -217,15 +290,19 @@ async fn me(
     }
 }
 
-/// Largest body a UI POST may send.
-const MAX_UI_BODY: usize = 16 << 10;
+/// Largest body a UI POST may send: 16 KiB. The largest is a login (a
+/// name and a password); the rest are a track id and a flag.
+pub const MAX_UI_BODY: usize = 16 << 10;
 
-/// Reads a JSON body of at most [`MAX_UI_BODY`] bytes (the server's
-/// global body limit is off; each API sets its own).
-pub(crate) async fn small_json<T: serde::de::DeserializeOwned>(body: Body) -> Result<T, Response> {
-    let bytes = axum::body::to_bytes(body, MAX_UI_BODY)
+/// Reads a JSON body of at most [`MAX_UI_BODY`] bytes, under the server's
+/// body deadlines and budget ([`crate::body`]): 413, 408 or 503.
+pub(crate) async fn small_json<T: serde::de::DeserializeOwned>(
+    st: &AppState,
+    body: Body,
+) -> Result<T, Response> {
+    let bytes = crate::body::read_body(body, MAX_UI_BODY, &st.bodies)
         .await
-        .map_err(|_| err(StatusCode::PAYLOAD_TOO_LARGE, "request too large"))?;
+        .map_err(|e| e.decorate(err(e.status(), &e.to_string())))?;
     serde_json::from_slice(&bytes)
         .map_err(|e| err(StatusCode::BAD_REQUEST, &format!("bad request body: {e}")))
 }
@@ -265,7 +342,7 @@ async fn stream(
         // Through the tiers, the music folder is one copy among several.
         let path = match m.tiers() {
             Some(_) => None,
-            None => Some(m.file_of(s)?),
+            None => Some(m.stream_of(s).ok()?),
         };
         Some((path, s.content_type.clone(), Music::track_of(s)))
     })
@@ -278,7 +355,7 @@ async fn stream(
     let head = method == Method::HEAD;
     let (r, sent) = match (path, music.tiers()) {
         (_, Some(tiers)) => crate::tiered::serve_track(tiers, &track, &ct, &h, head).await,
-        (Some(path), None) => crate::stream::serve_file(&path, &ct, &h, head).await,
+        (Some(opened), None) => crate::stream::serve_opened(opened, &ct, &h, head).await,
         (None, None) => return err(StatusCode::NOT_FOUND, "no such song"),
     };
     if sent.status < 300 {

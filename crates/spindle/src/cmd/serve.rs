@@ -18,6 +18,11 @@ use spindle_server::{Accounts, AppState, Config, Music, SystemClock};
 /// How often the whole library is rescanned even without events.
 const RESCAN_EVERY: Duration = Duration::from_secs(600);
 
+/// How long the process waits, once the server has stopped, for blocking
+/// tasks still running (searches stop within milliseconds of shutdown):
+/// 1 s, then it exits without them.
+pub const RUNTIME_EXIT_WAIT: Duration = Duration::from_secs(1);
+
 /// Opens the accounts store of a data dir.
 pub fn open_accounts(data_dir: &Path) -> anyhow::Result<Accounts> {
     let dir = data_dir.join("accounts");
@@ -146,7 +151,7 @@ pub fn run(
         .build()
         .context("starting the async runtime")?;
     let data = data_dir.to_owned();
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         if let Some(t) = &tiers {
             super::tiers_serve::start(t, &state, music.roots().to_vec(), &data);
         }
@@ -166,7 +171,12 @@ pub fn run(
             .context("serving HTTP")?;
         println!("spindle: stopped");
         anyhow::Ok(())
-    })?;
+    });
+    // Dropping the runtime would wait for every blocking task; one still
+    // busy (a file read on a hung disk, a query between two looks at its
+    // cancellation flag) must not keep the process alive after a signal.
+    rt.shutdown_timeout(RUNTIME_EXIT_WAIT);
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,11 +1,12 @@
-//! `spindle user add|token` and `spindle apikey add`: accounts for the
-//! scrobble APIs.
+//! `spindle user add|token|privacy` and `spindle apikey add`: accounts
+//! for the scrobble APIs.
 
 use std::io::{BufRead, IsTerminal};
 use std::path::Path;
 
 use anyhow::Context;
-use clap::Subcommand;
+use clap::{Subcommand, ValueEnum};
+use spindle_server::userdata::{UserData, USERDATA_DIR};
 
 use super::serve::{now, open_accounts};
 
@@ -15,6 +16,18 @@ pub enum UserCommand {
     Add { name: String },
     /// Print the user's ListenBrainz token (made on first use).
     Token { name: String },
+    /// Make the user's listening history public (anyone may read it
+    /// through the ListenBrainz and Last.fm APIs) or private (only the
+    /// user, with their token or session key; the default). A running
+    /// server sees the change at once.
+    Privacy { name: String, setting: Privacy },
+}
+
+/// Who may read a user's listening history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Privacy {
+    Public,
+    Private,
 }
 
 #[derive(Debug, Subcommand)]
@@ -54,6 +67,18 @@ pub fn run_user(cmd: &UserCommand, data_dir: &Path) -> anyhow::Result<()> {
         }
         UserCommand::Token { name } => {
             println!("{}", acc.user_token(name)?);
+        }
+        UserCommand::Privacy { name, setting } => {
+            anyhow::ensure!(acc.user_exists(name), "no user named '{name}'");
+            let dir = data_dir.join(USERDATA_DIR);
+            let data = UserData::open(Some(&dir))
+                .with_context(|| format!("opening the user data in {}", dir.display()))?;
+            data.set_listens_public(name, *setting == Privacy::Public)
+                .context("saving the setting")?;
+            match setting {
+                Privacy::Public => println!("the listening history of {name} is now public"),
+                Privacy::Private => println!("the listening history of {name} is now private"),
+            }
         }
     }
     Ok(())
