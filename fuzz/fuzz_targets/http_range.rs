@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use spindle_server::params::Params;
-use spindle_server::stream::{parse_range, RangeReq};
+use spindle_server::stream::conditional::{parse_range, RangeReq};
 
 fuzz_target!(|input: (&str, u64, &[u8])| {
     let (value, len, form) = input;

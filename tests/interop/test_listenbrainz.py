@@ -1,4 +1,4 @@
-"""liblistenbrainz pointed at the server (spec §7.2). Releases up to early
+"""liblistenbrainz pointed at the server. Releases up to early
 2025 read a module global API_BASE_URL on every call; later ones take
 api_base_url in the constructor. Both are handled."""
 

@@ -1,4 +1,4 @@
-"""pylast pointed at the server (spec §7.1): a LibreFMNetwork whose
+"""pylast pointed at the server: a LibreFMNetwork whose
 ws_server and homepage are ours, and an httpx transport that sends
 pylast's hard-coded https:// to our plain-HTTP loopback port."""
 

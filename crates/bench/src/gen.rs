@@ -1,6 +1,6 @@
 //! A deterministic synthetic music library that looks like a real one.
 //!
-//! What it holds (so that the seed's seven queries have something real to
+//! What it holds (so that the seven benchmark queries have something real to
 //! find):
 //!
 //! * Albums of 1–40 tracks (mostly 8–14, a tail of long ones, so

@@ -1,10 +1,22 @@
-//! Spindle's comparison benchmarks: commands that run Spindle and a peer
-//! in one run and print ratios (machines are noisy; ratios travel).
+//! Spindle's comparison benchmarks: harnesses that run Spindle and a peer
+//! in one run and report ratios (machines are noisy; ratios travel). Each
+//! takes a plain options struct and returns a report whose `render()` is
+//! the Markdown the `spindle bench …` commands print.
 //!
-//! Today it owns `bench library`: the seed's seven queries (spec §7) on a
-//! generated, realistic library, answered by Spindle's store and by SQLite
-//! in two layouts — XMMS2's own medialib schema and a tuned property table
-//! — with the same semantics, and the results cross-checked row by row.
+//! * `bench library`: the seven queries of the library benchmark on a
+//!   generated, realistic library, answered by Spindle's store and by
+//!   SQLite in two layouts — XMMS2's own medialib schema and a tuned
+//!   property table — with the same semantics, and the results
+//!   cross-checked row by row ([`run_library`]).
+//! * `bench scan` ([`scan`]): scanning files against `beet import`.
+//! * `bench scrobble` ([`scrobble`]): scrobbles per second through
+//!   `track.scrobble` against Maloja, and charts over a large history.
+//! * `bench stream` ([`stream`]): streaming against nginx with wrk, and
+//!   thousands of paced listeners.
+//! * `tiers bench-devices` ([`devices`]): reads chosen by `%util` against
+//!   by measured latency, over a fast and a slow throttled device.
+//!
+//! The library benchmark's parts:
 //!
 //! * [`gen`]: the deterministic synthetic library.
 //! * [`load`]: loading it into Spindle and both SQLite layouts.
@@ -13,9 +25,13 @@
 //! * [`run`]: orchestration, agreement check; [`report`]: medians,
 //!   ratios, targets, Markdown.
 //!
+//! Shared by the harnesses: [`proc`] (ports, CPU time and memory of
+//! processes) and [`spindle`] (the `spindle` binary as a contestant).
+//!
 //! It is *not* a micro-benchmark harness (Criterion benches live beside
 //! the crates they measure) and it does not know the CLI: the binary
-//! passes a way to start workers ([`spawn_worker`]).
+//! passes its own path to start servers and workers ([`spawn_worker`]),
+//! and prints.
 //!
 //! ```no_run
 //! use spindle_bench::{run_library, run_worker, LibraryConfig};
@@ -26,17 +42,27 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod devices;
 mod error;
 pub mod gen;
 pub mod load;
+pub mod proc;
 pub mod report;
 mod rng;
 pub mod run;
+pub mod scan;
+pub mod scrobble;
+pub mod spindle;
 pub mod sql;
+pub mod stream;
 mod words;
 pub mod worker;
 
-pub use error::BenchError;
+pub use devices::{run_devices, DevicesOptions, DevicesReport};
+pub use error::{BenchError, Context};
 pub use report::{LibraryReport, Summary, Target};
 pub use run::{run_library, spawn_worker, worker_main, LibraryConfig};
+pub use scan::{run_scan_bench, ScanBenchOptions, ScanBenchReport};
+pub use scrobble::{run_history, run_rates, HistoryReport, RatesReport, ScrobbleOptions};
+pub use stream::{run_stream, StreamOptions, StreamSection};
 pub use worker::{run_worker, sql_statements, Side, SideReport, WorkerRequest, QUERIES};

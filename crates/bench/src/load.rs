@@ -4,7 +4,7 @@
 //!   (artist, album, title, tracknr, comment) are indexed — Spindle's
 //!   counterpart of SQLite's indexes; tracks committed in batches; then
 //!   compacted, so a reopen loads the data file and builds the indexes.
-//! * **XMMS2's medialib** (spec §8): `Media(id, key, value, source,
+//! * **XMMS2's medialib** (its `src/xmms/sqlite.c`): `Media(id, key, value, source,
 //!   intval)` with XMMS2's unique index and its four value indexes,
 //!   `Sources`, the `Collection*` tables, `user_version` 36. Integers are
 //!   written as XMMS2 0.8+ writes them: text in `value`, the number in

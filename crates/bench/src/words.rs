@@ -481,7 +481,7 @@ pub const ONE_TITLES: &[&str] = &[
     "Onerous",
 ];
 
-/// Metallica's albums, for the real-looking artist the seed queried.
+/// Metallica's albums, for the real artist a benchmark query asks for.
 pub const METALLICA_ALBUMS: &[(&str, u32)] = &[
     ("Kill 'Em All", 1983),
     ("Ride the Lightning", 1984),

@@ -20,7 +20,7 @@ use spindle_store::{Db, ValueRef};
 use crate::error::BenchError;
 use crate::sql::{Layout, Translator, FIELDS};
 
-/// The seed's seven queries (spec §7).
+/// The seven benchmark queries (`docs/benchmarks.md`).
 pub const QUERIES: [&str; 7] = [
     "one",
     "*",

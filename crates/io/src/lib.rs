@@ -11,7 +11,11 @@
 //! - [`PsyncEngine`]: `pread`/`pwrite`, the fallback where io_uring is
 //!   unavailable (old kernel, seccomp) or switched off (`SPINDLE_IO_URING=0`).
 //!
-//! [`bench`] measures IOPS and latency against depth, beside fio if asked.
+//! [`bench`](mod@bench) measures IOPS and latency against depth, beside fio if asked.
+//!
+//! [`beneath`] is the one checked way to open a file under a music folder
+//! ([`MusicRoot`]): symlinks that lead out of the folder, `..` and anything
+//! but a regular file are refused.
 //!
 //! It is *not* async (no tokio: callers block in [`IoEngine::wait`] or run it
 //! on a thread of their own), and it does not know about files' meaning —
@@ -41,6 +45,7 @@
 #![deny(unsafe_code)]
 
 pub mod bench;
+pub mod beneath;
 pub mod engine;
 pub mod error;
 pub mod psync;
@@ -48,6 +53,7 @@ mod sys;
 pub mod units;
 pub mod uring;
 
+pub use beneath::{MusicRoot, OpenRefused, COVER_CAP, SIDECAR_CAP};
 pub use engine::{
     open, open_file, open_with_fallback, Access, Completion, EngineConfig, EngineKind, EngineStats,
     FileId, IoEngine, Op, Request, Slot, SqpollPolicy, SubmitMode, UringPolicy,
@@ -57,7 +63,7 @@ pub use engine::{
 pub use error::{BenchError, SetupError, SubmitError, WaitError};
 pub use psync::PsyncEngine;
 pub use sys::{
-    allowed_cpus, evict_cached, pin_current_thread, range_cached, read_cached, send_file,
-    send_slices, set_notsent_lowat, AlignedBuf, ALIGN,
+    allowed_cpus, evict_cached, pin_current_thread, raise_nofile_limit, range_cached, read_cached,
+    send_file, send_slices, set_notsent_lowat, AlignedBuf, ALIGN,
 };
 pub use uring::UringEngine;

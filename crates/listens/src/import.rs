@@ -138,16 +138,6 @@ const MONTHS: [&str; 12] = [
     "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
 ];
 
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (i64::from(m) + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// `31 Jan 2021 19:02` or `31 Jan 2021, 19:02` (UTC), or UNIX seconds.
 fn parse_date(s: &str) -> Option<i64> {
     let s = s.trim();
@@ -159,15 +149,17 @@ fn parse_date(s: &str) -> Option<i64> {
     let [d, m, y, hm] = parts[..] else {
         return None;
     };
-    let d: u32 = d.parse().ok()?;
+    let d: i8 = d.parse().ok()?;
     let m = MONTHS
         .iter()
-        .position(|x| m.to_ascii_lowercase().starts_with(x))? as u32
+        .position(|x| m.to_ascii_lowercase().starts_with(x))? as i8
         + 1;
-    let y: i64 = y.parse().ok()?;
+    let y: i16 = y.parse().ok()?;
     let (h, mi) = hm.split_once(':')?;
-    let (h, mi): (i64, i64) = (h.parse().ok()?, mi.get(..2).unwrap_or(mi).parse().ok()?);
-    Some(days_from_civil(y, m, d) * 86_400 + h * 3600 + mi * 60)
+    let (h, mi): (i8, i8) = (h.parse().ok()?, mi.get(..2).unwrap_or(mi).parse().ok()?);
+    // A date or time that does not exist (31 Feb, 24:00) is refused.
+    let at = jiff::civil::DateTime::new(y, m, d, h, mi, 0, 0).ok()?;
+    Some(jiff::tz::Offset::UTC.to_timestamp(at).ok()?.as_second())
 }
 
 fn parse_csv(text: &str, user: &str) -> Result<Vec<Listen>, ImportError> {
@@ -228,5 +220,22 @@ mod tests {
         let l = parse_export(lb, "u").unwrap();
         assert_eq!(l.len(), 2);
         assert!(parse_export("a,b,c,not a date\n", "u").is_err());
+    }
+
+    #[test]
+    fn export_dates_are_utc_and_must_exist() {
+        assert_eq!(parse_date("31 Jan 2021 19:02"), Some(1_612_119_720));
+        assert_eq!(parse_date("31 January 2021, 19:02:59"), Some(1_612_119_720));
+        assert_eq!(parse_date("29 Feb 2020, 23:59"), Some(1_583_020_740));
+        assert_eq!(parse_date("31 Dec 1969 23:00"), Some(-3600));
+        assert_eq!(parse_date("1600000000000"), Some(1_600_000_000));
+        for bad in [
+            "29 Feb 2021 10:00",
+            "31 Apr 2021 10:00",
+            "1 Jan 2021 24:00",
+            "1 Foo 2021 10:00",
+        ] {
+            assert_eq!(parse_date(bad), None, "{bad}");
+        }
     }
 }

@@ -1,20 +1,38 @@
-//! Spindle's media crate: getting music *into* the library.
+//! Spindle's media crate: getting music *into* the library and keeping it
+//! current.
 //!
-//! Today it owns the importers of other players' libraries. Every importer
-//! is a reader that turns its foreign database into a stream of
-//! [`Record`]s — (external id, key, value, source) — and hands the stream
-//! to one shared path, [`import_records`], which groups records into
-//! entries, remembers each entry's external id (key [`IMPORT_ID_KEY`],
-//! source `import/ORIGIN`) and commits in batches. Running an import twice
-//! adds nothing; running it after the foreign library changed brings the
-//! changed values over (see [`import`] for the exact rule).
+//! It owns three ways in, all writing entries through `spindle-store`:
 //!
-//! Main types: [`Xmms2Medialib`] (reads XMMS2's SQLite `medialib.db`,
-//! schema version 36), [`ImportOptions`], [`Progress`], [`ImportReport`],
-//! [`ImportError`].
+//! - **Scanning** music folders ([`scan`](crate::scan())): walks the
+//!   folders, reads tags and audio properties with lofty ([`tags`]), and
+//!   keeps one entry per audio file, incrementally (an unchanged file costs
+//!   one `stat`), following moved files by content fingerprint and keeping
+//!   user data when a file disappears. The module doc of [`mod@scan`] has
+//!   the exact rules.
+//! - **Watching** ([`Watcher`]): file notifications plus a periodic rescan
+//!   run the incremental scan while `spindle serve` is up.
+//! - **Importing** other players' libraries (XMMS2's `medialib.db`, a beets
+//!   `library.db`): every importer is a reader that turns its foreign
+//!   database into a stream of [`Record`]s — (external id, key, value,
+//!   source) — and hands the stream to one shared path,
+//!   [`import_records`], which groups records into entries, remembers each
+//!   entry's external id (key [`IMPORT_ID_KEY`], source `import/ORIGIN`)
+//!   and commits in batches. Running an import twice adds nothing; running
+//!   it after the foreign library changed brings the changed values over
+//!   (see [`import`] for the exact rule).
 //!
-//! It is *not* the store (that is `spindle-store`) and not a CLI. Tag
-//! reading and folder scanning will live here too; they do not yet.
+//! Main types: [`ScanOptions`], [`ScanReport`], [`ScanObserver`],
+//! [`FileTags`], [`Watcher`], [`Xmms2Medialib`] (schema version 36),
+//! [`ImportOptions`], [`ImportReport`], [`Progress`]; errors
+//! [`ScanError`], [`TagError`], [`WatchError`], [`ImportError`],
+//! [`BeetsError`]. Also here: a demo library of synthesised tones for a
+//! fresh machine ([`demo`]) and the test files of `spindle bench scan`
+//! ([`mod@bench`]).
+//!
+//! It is *not* the store (entries, properties and queries are
+//! `spindle-store`), not the reader of files for streaming (the server
+//! opens them through `spindle-io`'s `beneath`, which is re-exported here
+//! because the scanner walks the same folders), and not a CLI.
 //!
 //! ```
 //! use spindle_media::{import_records, ImportOptions, Record};
@@ -67,7 +85,8 @@ pub mod watch;
 
 pub use watch::{WatchError, WatchOptions, Watcher};
 
-// Opening files under a music folder: the one checked way.
-pub mod beneath;
+// Opening files under a music folder: the one checked way, which lives in
+// `spindle-io` (the storage tiers' folder devices use it too).
+pub use spindle_io::beneath;
 
 pub use beneath::{MusicRoot, OpenRefused, COVER_CAP, SIDECAR_CAP};

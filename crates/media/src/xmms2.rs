@@ -1,6 +1,7 @@
 //! XMMS2's SQLite media library (`medialib.db`), schema version 36.
 //!
-//! The parts that matter here (XMMS2's `sqlite.c`, spec §8):
+//! The parts that matter here (XMMS2's `src/xmms/sqlite.c`,
+//! <https://github.com/xmms2/xmms2-devel>):
 //!
 //! * `Media(id INTEGER, key, value, source INTEGER, intval INTEGER DEFAULT
 //!   NULL)`, unique on `(id, key, source)`: one row per property; `id` is

@@ -64,7 +64,7 @@ pub enum Field {
     Id,
 }
 
-/// A comparison operator (natural collation order, spec §4).
+/// A comparison operator (natural collation order: digit runs as numbers, text caselessly).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CmpOp {
     Lt,

@@ -1,5 +1,5 @@
 //! XMMS2's JSON forms: collections, fetch specifications, and the relaxed
-//! JSON the spec writes them in.
+//! JSON they are often written in (unquoted keys and words).
 //!
 //! A collection is `{"type": T, "attributes": {..}, "operands": [..]}`
 //! (plus `"idlist": [..]` for an idlist), as XMMS2 serialises them and as
@@ -640,7 +640,7 @@ fn aggregate(obj: &Map<String, Json>, path: &str) -> Result<Aggregate, JsonError
     })
 }
 
-/// Parse strict JSON, or the relaxed form the spec writes: keys and
+/// Parse strict JSON, or the relaxed form people write: keys and
 /// bare-word values need no quotes (`{type:cluster-dict,
 /// cluster-field:album, data:{type:count}}`), a trailing comma is allowed.
 /// A bare word that reads as a JSON number is that number; `true`,

@@ -1,4 +1,4 @@
-//! Tokens of the pattern language (spec §2).
+//! Tokens of the pattern language (its grammar is in [`crate::parser`]).
 //!
 //! Only the ASCII space separates tokens. At a token start the lexer
 //! recognises `(` `)` `#` `+` `:` `~` `<=` `>=` `<` `>`, the keywords `OR`
@@ -8,7 +8,7 @@
 //! property name.
 //!
 //! Two deliberate departures from XMMS2's `collparser.c`, both only turning
-//! errors into sensible patterns (spec §6):
+//! errors into sensible patterns:
 //!
 //! * keywords must be whole words;
 //! * **value mode**: the token right after an operator (`:` `~` `<` `<=`
@@ -20,7 +20,7 @@
 
 use crate::error::ParseError;
 
-/// How a value word is typed (spec §2).
+/// How a value word is typed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WordKind {

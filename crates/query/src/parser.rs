@@ -1,4 +1,4 @@
-//! The pattern parser (spec §3): tokens to a [`Coll`] tree.
+//! The pattern parser: tokens to a [`Coll`] tree, by this grammar.
 //!
 //! ```text
 //! query    = and_expr ;
@@ -23,7 +23,7 @@
 //! * The empty (or all-space) pattern is an error; `*` selects everything.
 //! * A value after `:` may also be a SEQUENCE (`date:2001-05-03`), and a
 //!   comparison takes any non-pattern value (`title<foo` compares strings in
-//!   natural order, spec §6); `-5` is the integer -5 there.
+//!   natural order); `-5` is the integer -5 there.
 //! * A trailing `AND`/`OR` (before the end or a `)`) is dropped with a
 //!   warning in [`Parsed::warnings`]; anywhere else a dangling operator is an
 //!   error.

@@ -1,6 +1,6 @@
 //! What every service client answers, and the two protocols: the
-//! Last.fm 2.0 client ([`LastFm`], also Libre.fm and Spindle's `/2.0/`)
-//! and the ListenBrainz client ([`ListenBrainz`], also Spindle's `/1/`).
+//! Last.fm 2.0 client ([`LastFm`](crate::lastfm::LastFm), also Libre.fm and Spindle's `/2.0/`)
+//! and the ListenBrainz client ([`ListenBrainz`](crate::listenbrainz::ListenBrainz), also Spindle's `/1/`).
 
 use std::time::Duration;
 

@@ -373,22 +373,24 @@ pub struct Paths {
     pub state_dir: PathBuf,
 }
 
-fn xdg(var: &str, fallback: &str) -> PathBuf {
-    if let Some(d) = std::env::var_os(var).filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
-    }
-    match std::env::var_os("HOME") {
-        Some(h) => PathBuf::from(h).join(fallback),
-        None => PathBuf::from(".").join(fallback),
-    }
-}
-
 impl Paths {
-    /// From the XDG environment variables.
+    /// From the XDG base directories (the `directories` crate reads
+    /// `XDG_CONFIG_HOME` and `XDG_STATE_HOME`, else `~/.config` and
+    /// `~/.local/state`); relative to the working folder when there is
+    /// no home.
     pub fn from_env() -> Paths {
-        Paths {
-            config_dir: xdg("XDG_CONFIG_HOME", ".config").join("spindle"),
-            state_dir: xdg("XDG_STATE_HOME", ".local/state").join("spindle/scrobble"),
+        match directories::ProjectDirs::from("", "", "spindle") {
+            Some(d) => Paths {
+                config_dir: d.config_dir().to_path_buf(),
+                state_dir: d
+                    .state_dir()
+                    .unwrap_or_else(|| d.data_local_dir())
+                    .join("scrobble"),
+            },
+            None => Paths {
+                config_dir: Path::new(".").join(".config/spindle"),
+                state_dir: Path::new(".").join(".local/state/spindle/scrobble"),
+            },
         }
     }
     pub fn config_file(&self) -> PathBuf {

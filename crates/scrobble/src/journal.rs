@@ -1,8 +1,8 @@
 //! The per-service journal: every scrobble is written here (and synced)
 //! before it is sent, and stays until the service has acknowledged it.
 //!
-//! Two files in the service's directory (byte layout in `docs/journal.md`
-//! beside this crate):
+//! Two files in the service's directory (byte layout in
+//! `crates/scrobble/docs/journal.md`):
 //! - `journal`: a header (`SPSJ`, version u32, generation u64, all
 //!   little-endian) then records appended in play order: payload length
 //!   u32, CRC-32 of the payload u32, payload (the [`Scrobble`] as JSON).

@@ -6,7 +6,7 @@
 //! - [`session`]: the play-session rules as a pure state machine with an
 //!   injected [`clock`] ([`Session`], [`Players`] for several players);
 //! - [`track`]: what a player plays ([`Track`]) and what is sent ([`Scrobble`]);
-//! - [`journal`]: the per-service queue on disk (format in `docs/journal.md`);
+//! - [`journal`]: the per-service queue on disk (format in `crates/scrobble/docs/journal.md`);
 //! - [`client`], [`lastfm`], [`listenbrainz`]: the service protocols;
 //! - [`sender`]: one task per service sending its journal with backoff;
 //! - [`config`]: `scrobble.toml`, the player lists, clean-up rules, paths;

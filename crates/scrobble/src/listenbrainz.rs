@@ -15,7 +15,7 @@ pub struct ListenBrainz {
     pub token: String,
 }
 
-/// One listen as ListenBrainz takes it (spec §2).
+/// One listen as ListenBrainz's `submit-listens` JSON takes it.
 pub fn listen_json(s: &Scrobble, with_time: bool) -> Value {
     let mut info = Map::new();
     let mut put = |k: &str, v: Value| {

@@ -1,5 +1,5 @@
 //! MPRIS2 values into [`Track`]s and [`Event`]s, absorbing what players
-//! get wrong (spec §3): `xesam:artist` as a plain string, lengths of any
+//! get wrong: `xesam:artist` as a plain string, lengths of any
 //! integer type, `NoTrack`, empty dicts.
 
 use std::time::Duration;

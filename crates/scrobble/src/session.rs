@@ -7,7 +7,8 @@
 //! when to call [`Session::poll`] again. While nothing plays there is no
 //! deadline, so an idle daemon never wakes.
 //!
-//! The rules (Last.fm's, spec §1.5, with MPRIS's facts, §3):
+//! The rules (Last.fm's, <https://www.last.fm/api/scrobbling>, applied to
+//! what MPRIS players report):
 //! - Listened time is the sum of time spent Playing, times Rate. Paused
 //!   and stopped time never counts; a seek forward is not listening.
 //! - A track longer than 30 s is scrobbled once it has been listened to

@@ -305,8 +305,8 @@ mod tests {
     #[tokio::test]
     async fn files_arrive_byte_exact_through_the_connection_loop() {
         use axum::routing::get;
-        let _ =
-            crate::stream::configure(crate::stream::ReadEngine::Io(spindle_io::EngineKind::Psync));
+        let engine = crate::stream::ReadEngine::Io(spindle_io::EngineKind::Psync);
+        let reader = std::sync::Arc::new(crate::stream::Reader::start(engine).unwrap().0);
         let dir = tempfile::tempdir().unwrap();
         let data: Vec<u8> = (0..1_300_000u32).map(|i| (i * 31 % 253) as u8).collect();
         for name in ["warm", "cold"] {
@@ -319,9 +319,10 @@ mod tests {
                 move |axum::extract::Path(name): axum::extract::Path<String>,
                       headers: axum::http::HeaderMap| {
                     let path = root.join(name);
+                    let reader = reader.clone();
                     async move {
                         let path = path;
-                        crate::stream::serve_file(&path, "audio/x", &headers, false)
+                        crate::stream::serve_file(&reader, &path, "audio/x", &headers, false)
                             .await
                             .0
                     }

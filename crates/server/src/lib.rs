@@ -1,42 +1,51 @@
 //! Spindle's HTTP server.
 //!
-//! This crate owns the HTTP side: [`AppState`] (the library, the
-//! [`Accounts`] store, the listening history, [`Config`], an injectable
-//! [`Clock`]) and [`router`], which merges one router per API:
-//! [`lastfm`] (Last.fm 2.0 at `/2.0/`), [`auth_page`] (the desktop-auth
-//! approval page), [`as12`] (Audioscrobbler 1.2 at `/?hs=true`),
+//! This crate owns the running server: [`Server`] opens everything a
+//! data dir holds (the library, the [`Accounts`] store, the listening
+//! history), scans and watches the music folders, sets up the storage
+//! tiers and the stream reader, and runs every background task under one
+//! shutdown signal ([`Server::run`] joins them all before it returns).
+//! [`AppState`] is the one owner of the state handlers share: the
+//! library, accounts, listens, [`Config`], an injectable [`Clock`], the
+//! music side ([`Music`]: folders, the [`catalog::Catalog`] of songs,
+//! albums and artists, user stars and playlists, the tiers), the stream
+//! [`stream::Reader`], sessions, metrics and now playing. [`router`]
+//! merges one router per API: [`lastfm`] (Last.fm 2.0 at `/2.0/`, its
+//! desktop-auth approval page, Audioscrobbler 1.2 at `/?hs=true`),
 //! [`listenbrainz`] (ListenBrainz at `/1/…`), [`subsonic`] (the Subsonic
-//! API at `/rest/…`, streaming through [`stream`]), the [`web`] UI (with
-//! [`charts`] drawn as SVG) and `/metrics` (for a Spindle user). The
-//! music side — folders, the [`catalog::Catalog`] of songs, albums and
-//! artists, user stars and playlists — is a [`Music`] passed to
-//! [`router_with`] / [`serve_with`].
+//! API at `/rest/…`, streaming through [`stream`] or, with tiers,
+//! [`tiered`]), the [`web`] UI (with charts drawn by [`chart_svg`]) and
+//! `/metrics` (for a Spindle user). Protocol details every API shares
+//! have one implementation each: [`params`] (request parameters and
+//! `api_sig`), [`stream::conditional`] (ranges and conditional
+//! requests), [`time`] (dates), [`xml`] (escaping).
 //!
 //! It is *not* the storage: the library (`spindle-store`) and the history
 //! (`spindle-listens`) are synchronous crates called on blocking threads.
-//! It is not the CLI either; the binary builds a [`Config`] and calls
-//! [`serve`].
+//! It is not the CLI either: the binary turns its flags into a
+//! [`ServerConfig`], calls [`Server::open`] and [`Server::run`], and
+//! prints.
 //!
 //! ```no_run
-//! # async fn f(state: spindle_server::AppState) -> std::io::Result<()> {
+//! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = spindle_server::Server::open(spindle_server::ServerConfig::new("data")).await?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-//! spindle_server::serve(listener, state, std::future::pending()).await
+//! server.run(listener, std::future::pending()).await?;
+//! # Ok(())
 //! # }
 //! ```
 #![forbid(unsafe_code)]
 
 pub mod accounts;
-pub mod as12;
 pub mod auth_guard;
-pub mod auth_page;
 pub mod body;
 pub mod catalog;
-pub mod charts;
+pub mod chart_svg;
 mod expiry;
 pub mod hash_pool;
+pub mod hot;
 pub mod http;
 pub mod lastfm;
-pub mod lfm_response;
 mod link;
 pub mod listenbrainz;
 pub mod metrics;
@@ -44,6 +53,7 @@ pub mod music;
 pub mod params;
 pub mod query_budget;
 pub mod scrobble;
+mod server;
 mod state;
 pub mod stream;
 pub mod subsonic;
@@ -52,27 +62,21 @@ pub mod tiered;
 pub mod time;
 pub mod userdata;
 pub mod web;
+pub mod xml;
 
 use std::future::Future;
-use std::sync::Arc;
 
 pub use accounts::{AccountError, Accounts};
 pub use music::{Music, MusicError};
+pub use server::{OpenError, Opened, Server, ServerConfig};
 pub use state::{
     AppState, Clock, Config, ManualClock, NowPlaying, SystemClock, DEFAULT_SEND_QUEUE,
 };
 
-/// Every API, merged, with no music folders.
+/// Every API, merged, over `state`.
 pub fn router(state: AppState) -> axum::Router {
-    router_with(state, Arc::new(Music::none()))
-}
-
-/// Every API, merged, serving the music of `music`.
-pub fn router_with(state: AppState, music: Arc<Music>) -> axum::Router {
     axum::Router::new()
         .merge(lastfm::router())
-        .merge(auth_page::router())
-        .merge(as12::router())
         .merge(listenbrainz::router())
         .merge(subsonic::router())
         .merge(web::router())
@@ -83,29 +87,24 @@ pub fn router_with(state: AppState, music: Arc<Music>) -> axum::Router {
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn(web::index_or_next))
         // Counts every request under its API for /metrics.
-        .layer(axum::middleware::from_fn(metrics::count))
-        .layer(axum::Extension(music))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::count,
+        ))
         .with_state(state)
 }
 
-/// Serves until `shutdown` resolves, then finishes the requests in flight.
+/// Serves HTTP over `state` until `shutdown` resolves, then finishes the
+/// requests in flight (for at most [`SHUTDOWN_GRACE`]) and waits for the
+/// accepted listens to be linked. Starts and stops no background task:
+/// [`Server::run`] does, around this.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    serve_with(listener, state, Arc::new(Music::none()), shutdown).await
-}
-
-/// [`serve`] with music folders: streaming and the Subsonic API.
-pub async fn serve_with(
-    listener: tokio::net::TcpListener,
-    state: AppState,
-    music: Arc<Music>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
     let settings = http::ConnSettings::from(&*state.config);
-    let app = router_with(state.clone(), music);
+    let app = router(state.clone());
     let queries = state.queries.clone();
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
     let server = http::serve_connections(listener, app, settings, async move {
@@ -126,7 +125,8 @@ pub async fn serve_with(
         r = server => r?,
         () = grace => {}
     }
-    state.flush_library_links();
+    let st = state.clone();
+    let _ = tokio::task::spawn_blocking(move || st.flush_library_links()).await;
     Ok(())
 }
 

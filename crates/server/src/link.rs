@@ -6,15 +6,19 @@
 //! `timesplayed` and `laststarted` (source `server`) are updated in one
 //! library commit per batch. This runs on a thread of its own so that a
 //! scrobble is acknowledged once it is in the listens log, without
-//! waiting for the library.
+//! waiting for the library; [`Linker::stop`] ends it after the last
+//! batch sent and joins it.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
 
 use spindle_listens::Listen;
 use spindle_query::{Coll, Filter, FilterOp, SourcePref, Value};
 use spindle_store::{Db, Op};
+
+use crate::state::lock;
 
 pub(crate) const SOURCE: &str = "server";
 
@@ -22,6 +26,7 @@ pub(crate) struct Linker {
     tx: Mutex<Option<Sender<Vec<Listen>>>>,
     /// (batches sent, batches done)
     progress: Arc<(Mutex<(u64, u64)>, Condvar)>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Linker {
@@ -29,7 +34,7 @@ impl Linker {
         let (tx, rx) = channel::<Vec<Listen>>();
         let progress = Arc::new((Mutex::new((0u64, 0u64)), Condvar::new()));
         let p2 = progress.clone();
-        std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("spindle-link".into())
             .spawn(move || {
                 while let Ok(mut batch) = rx.recv() {
@@ -42,14 +47,30 @@ impl Linker {
                         eprintln!("spindle: updating play counts in the library failed: {e}");
                     }
                     let (m, cv) = &*p2;
-                    m.lock().unwrap_or_else(|e| e.into_inner()).1 += n;
+                    lock(m).1 += n;
                     cv.notify_all();
                 }
-            })
-            .ok();
+            });
+        let thread = match spawned {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("spindle: listens will not update play counts: {e}");
+                None
+            }
+        };
         Linker {
             tx: Mutex::new(Some(tx)),
             progress,
+            thread: Mutex::new(thread),
+        }
+    }
+
+    /// Closes the queue: the thread links what was sent and ends; waits
+    /// for it. Later [`Linker::send`]s are dropped.
+    pub(crate) fn stop(&self) {
+        drop(lock(&self.tx).take());
+        if let Some(t) = lock(&self.thread).take() {
+            let _ = t.join();
         }
     }
 
@@ -57,18 +78,17 @@ impl Linker {
         if listens.is_empty() {
             return;
         }
-        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = lock(&self.tx);
         if let Some(tx) = tx.as_ref() {
             if tx.send(listens).is_ok() {
-                let (m, _) = &*self.progress;
-                m.lock().unwrap_or_else(|e| e.into_inner()).0 += 1;
+                lock(&self.progress.0).0 += 1;
             }
         }
     }
 
     pub(crate) fn flush(&self) {
         let (m, cv) = &*self.progress;
-        let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = lock(m);
         while g.1 < g.0 {
             g = cv.wait(g).unwrap_or_else(|e| e.into_inner());
         }

@@ -10,7 +10,6 @@
 //! exist, so user names cannot be told apart.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, Request, State};
@@ -22,7 +21,7 @@ use serde_json::{json, Map, Value};
 use spindle_listens::{Listen, Page, RecentQuery};
 
 use crate::auth_guard::{http_refusal, Denied};
-use crate::music::{history_readable, Music};
+use crate::music::history_readable;
 use crate::params::Params;
 use crate::scrobble;
 use crate::state::{AppState, RateInfo};
@@ -128,8 +127,7 @@ fn may_read(st: &AppState, req: &Request, name: &str) -> bool {
             .check(ip, None, VIA, || st.accounts.user_by_token(&t))
             .ok()
     });
-    let music = req.extensions().get::<Arc<Music>>().map(|m| &**m);
-    history_readable(&st.accounts, music, name, viewer.as_deref())
+    history_readable(&st.accounts, Some(&st.music), name, viewer.as_deref())
 }
 
 async fn validate(State(st): State<AppState>, req: Request) -> Response {

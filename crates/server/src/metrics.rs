@@ -11,17 +11,14 @@
 use std::fmt::Write;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
-use axum::Extension;
 
 use crate::auth_guard::{http_refusal, ClientIp, Denied};
-use crate::music::Music;
 use crate::state::AppState;
 
 /// Upper bounds of the latency histogram, seconds.
@@ -159,13 +156,14 @@ impl Metrics {
 }
 
 /// Middleware over every route: counts each request under its API.
-pub async fn count(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+pub async fn count(
+    State(st): State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
     let api = api_of(req.uri().path(), req.uri().query());
-    let music = req.extensions().get::<Arc<Music>>().cloned();
     let r = next.run(req).await;
-    if let Some(m) = music {
-        m.metrics.api_request(api, r.status().as_u16());
-    }
+    st.metrics.api_request(api, r.status().as_u16());
     r
 }
 
@@ -180,12 +178,11 @@ const WHO_TEXT: &str = "/metrics needs a Spindle user: HTTP Basic (name and pass
 /// pool; every credential is throttled.
 async fn scraper(
     st: &AppState,
-    music: &Music,
     h: &HeaderMap,
     ip: Option<IpAddr>,
 ) -> Result<String, Option<Denied>> {
     let Some(auth) = h.get(header::AUTHORIZATION) else {
-        return crate::web::session_user(st, music, h).ok_or(None);
+        return crate::web::session_user(st, h).ok_or(None);
     };
     let wrong = Err(Some(Denied::Wrong));
     let Some((scheme, cred)) = auth.to_str().ok().and_then(|a| a.trim().split_once(' ')) else {
@@ -217,11 +214,10 @@ async fn scraper(
 /// `GET /metrics`.
 pub(crate) async fn page(
     State(state): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
     ClientIp(ip): ClientIp,
     h: HeaderMap,
 ) -> Response {
-    if let Err(refused) = scraper(&state, &music, &h, ip).await {
+    if let Err(refused) = scraper(&state, &h, ip).await {
         return http_refusal(refused.unwrap_or(Denied::Wrong), WHO_TEXT, |status, msg| {
             let mut r = Response::new(Body::from(format!("{msg}\n")));
             *r.status_mut() = status;
@@ -234,11 +230,10 @@ pub(crate) async fn page(
             r
         });
     }
-    let m = music.clone();
     let text = tokio::task::spawn_blocking(move || {
-        let cat = m.catalog(&state.db);
+        let cat = state.music.catalog(&state.db);
         let entries = state.db.read().len();
-        m.metrics.render(
+        state.metrics.render(
             entries,
             cat.songs.len(),
             cat.albums.len(),
@@ -255,31 +250,18 @@ pub(crate) async fn page(
     r
 }
 
-/// Standard base64 (RFC 4648, padding optional), for HTTP Basic.
+/// Standard base64 (RFC 4648) as HTTP Basic credentials carry it, with or
+/// without padding (clients differ).
 fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let val = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let s = s.trim_end_matches('=').as_bytes();
-    if s.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    for chunk in s.chunks(4) {
-        let mut n = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            n |= val(c)? << (18 - 6 * i);
-        }
-        out.extend_from_slice(&n.to_be_bytes()[1..chunk.len()]);
-    }
-    Some(out)
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    use base64::Engine;
+    const BASIC: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    BASIC.decode(s).ok()
 }
 
 #[cfg(test)]

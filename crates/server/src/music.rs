@@ -1,8 +1,10 @@
-//! The music folders a server serves, the [`Catalog`] of the library over
-//! them (cached until the library changes), and per-user data (Subsonic
-//! stars and playlists, whether a user's listening history is public).
+//! The music side of the server state: the music folders it serves and
+//! how their files are reached (directly, or through the storage tiers),
+//! the [`Catalog`] of the library over them (cached until the library
+//! changes), and per-user data (Subsonic stars and playlists, whether a
+//! user's listening history is public). A field of
+//! [`crate::AppState`]; it holds no request state of its own.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,17 +39,10 @@ pub struct Music {
     version: AtomicU64,
     cache: Mutex<Option<(CacheKey, std::time::Instant, Arc<Catalog>)>>,
     pub(crate) userdata: UserData,
-    pub(crate) metrics: crate::metrics::Metrics,
-    pub(crate) sessions: crate::web::Sessions,
-    /// user → (song entry id, since, player name).
-    playing: Mutex<HashMap<String, (u32, i64, String)>>,
     /// The storage tiers, when `[tiers]` is configured: streams go
     /// through them instead of straight to the music folder.
     tiers: Option<Arc<spindle_tiers::Tiers>>,
 }
-
-/// How long a now-playing report lasts without another.
-const NOW_PLAYING_TTL: i64 = 20 * 60;
 
 type CacheKey = (u64, usize, usize);
 
@@ -82,9 +77,6 @@ impl Music {
             version: AtomicU64::new(0),
             cache: Mutex::new(None),
             userdata: UserData::open(Some(&data_dir.join(USERDATA_DIR)))?,
-            metrics: Default::default(),
-            sessions: Default::default(),
-            playing: Mutex::new(HashMap::new()),
             tiers: None,
         })
     }
@@ -98,9 +90,6 @@ impl Music {
             version: AtomicU64::new(0),
             cache: Mutex::new(None),
             userdata: UserData::in_memory(),
-            metrics: Default::default(),
-            sessions: Default::default(),
-            playing: Mutex::new(HashMap::new()),
             tiers: None,
         }
     }
@@ -199,25 +188,10 @@ impl Music {
     }
 
     /// The file of a song opened for streaming, as [`Music::file_of`]
-    /// checks it, from the open-file cache of [`crate::stream`].
+    /// checks it, from the open-file cache of [`crate::stream`]; the
+    /// state's [`crate::stream::Reader`] reads it.
     pub fn stream_of(&self, song: &Song) -> Result<crate::stream::OpenFile, OpenRefused> {
         crate::stream::open_cached(self.folder_of(song)?, &song.file).inspect_err(log_refused)
-    }
-
-    pub(crate) fn set_now_playing(&self, user: &str, song: u32, now: i64, player: &str) {
-        lock(&self.playing).insert(user.to_owned(), (song, now, player.to_owned()));
-    }
-
-    /// Who plays what now: (user, song entry id, since, player).
-    pub(crate) fn now_playing(&self, now: i64) -> Vec<(String, u32, i64, String)> {
-        let mut p = lock(&self.playing);
-        p.retain(|_, (_, since, _)| now - *since < NOW_PLAYING_TTL);
-        let mut v: Vec<_> = p
-            .iter()
-            .map(|(u, (s, t, pl))| (u.clone(), *s, *t, pl.clone()))
-            .collect();
-        v.sort();
-        v
     }
 }
 

@@ -1,17 +1,26 @@
-//! What every handler shares: the library, accounts, listens, config,
-//! the clock, and short-lived in-memory state (now playing, auth tokens,
-//! rate-limit windows).
+//! What every handler shares, in one [`AppState`]: the library, accounts,
+//! listens, config, the clock, the music side ([`Music`]: folders, the
+//! catalog cache, user data, the storage tiers), the stream [`Reader`],
+//! web sessions, metrics, and short-lived in-memory state (now playing,
+//! auth tokens, rate-limit windows). Background threads it starts (the
+//! library linker, the tiers' listen feed) stop in
+//! [`AppState::stop_background`].
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use spindle_listens::{Listen, Listens};
 use spindle_store::Db;
 
 use crate::accounts::Accounts;
+use crate::hot::TierFeed;
 use crate::link::Linker;
+use crate::metrics::Metrics;
+use crate::music::Music;
+use crate::stream::Reader;
+use crate::web::Sessions;
 
 /// Seconds since the UNIX epoch, injectable so tests of time rules run
 /// without waiting.
@@ -133,10 +142,19 @@ impl Default for Config {
     }
 }
 
-/// Something a user is playing now.
+/// Something a user is playing now, whichever API reported it. There is
+/// one per user (a new report replaces it) and one rule for how long it
+/// lasts: from the report, the track's length (at least 30 s) when it is
+/// known, else [`Config::now_playing_ttl`]; a scrobble of the same track
+/// by the same user ends it sooner.
 #[derive(Debug, Clone)]
 pub struct NowPlaying {
     pub listen: Listen,
+    /// The library song (entry id), when the report named one (Subsonic
+    /// and the web player do): Subsonic's `getNowPlaying` lists these.
+    pub song: Option<u32>,
+    /// When it was reported, UNIX seconds.
+    pub since: i64,
     pub expires: i64,
 }
 
@@ -148,7 +166,8 @@ pub struct PendingToken {
     pub approved_by: Option<String>,
 }
 
-/// The handlers' shared state. Cheap to clone.
+/// The handlers' shared state, the one owner of everything a request
+/// may touch. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
     pub db: Arc<Db>,
@@ -156,11 +175,21 @@ pub struct AppState {
     pub listens: Arc<Listens>,
     pub config: Arc<Config>,
     pub clock: Arc<dyn Clock>,
+    /// The music folders, the catalog cache, user data and the storage
+    /// tiers ([`AppState::with_music`]; none by default).
+    pub music: Arc<Music>,
+    /// How streams read files ([`AppState::with_reader`]; tokio's reads
+    /// by default).
+    pub(crate) reader: Arc<Reader>,
+    /// Logged-in web UI browsers.
+    pub(crate) sessions: Arc<Sessions>,
+    /// The counters of `/metrics`.
+    pub(crate) metrics: Arc<Metrics>,
     pub(crate) live: Arc<Live>,
     pub(crate) linker: Arc<Linker>,
-    /// Where accepted listens raise popularity, when the storage tiers
-    /// are configured ([`AppState::feed_tiers`]).
-    pub(crate) tiers: Arc<OnceLock<crate::scrobble::TierFeed>>,
+    /// Where accepted listens raise popularity, when the music side has
+    /// storage tiers.
+    pub(crate) feed: Option<Arc<TierFeed>>,
     /// The pool and budget of queries from the network; cancelled at
     /// shutdown.
     pub(crate) queries: Arc<crate::query_budget::QueryPool>,
@@ -172,12 +201,13 @@ pub struct AppState {
 
 #[derive(Default)]
 pub(crate) struct Live {
+    /// user → what they play now (see [`NowPlaying`] for how long).
     pub now_playing: Mutex<HashMap<String, NowPlaying>>,
     /// `auth.getToken` tokens, expiring and capped (`expiry.rs`).
     pub tokens: Mutex<crate::expiry::PendingTokens>,
     pub windows: Mutex<HashMap<IpAddr, (i64, u32)>>,
     /// AS 1.2 session ids → user, expiring when idle and capped per user.
-    pub as12_sessions: Mutex<crate::as12::Sessions>,
+    pub as12_sessions: Mutex<crate::lastfm::as12::Sessions>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -194,7 +224,8 @@ pub(crate) struct RateInfo {
 }
 
 impl AppState {
-    /// State over an open library, accounts and listens.
+    /// State over an open library, accounts and listens, with no music
+    /// folders (user data in memory) and tokio's file reads.
     pub fn new(
         db: Arc<Db>,
         accounts: Arc<Accounts>,
@@ -215,13 +246,51 @@ impl AppState {
             listens,
             config: Arc::new(config),
             clock,
+            music: Arc::new(Music::none()),
+            reader: Arc::new(Reader::default()),
+            sessions: Arc::default(),
+            metrics: Arc::default(),
             live: Arc::new(Live::default()),
             linker,
-            tiers: Arc::new(OnceLock::new()),
+            feed: None,
             queries,
             bodies,
             guard,
         }
+    }
+
+    /// Serves `music`: its folders, user data and, when it has storage
+    /// tiers, streams through them and feeds every accepted listen to
+    /// their popularity (`TierFeed`). Call before the state is shared.
+    pub fn with_music(mut self, music: Music) -> Self {
+        if let Some(old) = self.feed.take() {
+            old.stop();
+        }
+        self.feed = music.tiers().map(|t| {
+            Arc::new(TierFeed::start(
+                self.db.clone(),
+                t.clone(),
+                music.roots().to_vec(),
+            ))
+        });
+        self.music = Arc::new(music);
+        self
+    }
+
+    /// Streams read files with `reader` (an IO engine's thread).
+    pub fn with_reader(mut self, reader: Reader) -> Self {
+        self.reader = Arc::new(reader);
+        self
+    }
+
+    /// The storage tiers, if the music side has them.
+    pub fn tiers(&self) -> Option<&Arc<spindle_tiers::Tiers>> {
+        self.music.tiers()
+    }
+
+    /// The stream reader's engine: `tokio`, `psync`, `uring`, ….
+    pub fn read_engine(&self) -> &'static str {
+        self.reader.name()
     }
 
     pub fn now(&self) -> i64 {
@@ -232,8 +301,20 @@ impl AppState {
     /// library and fed to the storage tiers (for tests and shutdown).
     pub fn flush_library_links(&self) {
         self.linker.flush();
-        if let Some(feed) = self.tiers.get() {
+        if let Some(feed) = &self.feed {
             feed.flush();
+        }
+    }
+
+    /// Stops the background threads this state started (the library
+    /// linker, the tiers' listen feed) once they have handled every
+    /// listen sent so far, and joins them. Listens accepted afterwards
+    /// are stored but no longer linked. Blocks: call from a blocking
+    /// thread, once the server no longer takes requests.
+    pub fn stop_background(&self) {
+        self.linker.stop();
+        if let Some(feed) = &self.feed {
+            feed.stop();
         }
     }
 
@@ -265,14 +346,33 @@ impl AppState {
         }
     }
 
+    /// Records what `listen.user` plays now, replacing what they played
+    /// before.
     pub(crate) fn set_now_playing(&self, listen: Listen) {
+        self.put_now_playing(listen, None);
+    }
+
+    /// [`AppState::set_now_playing`] of a library song (entry id `song`):
+    /// Subsonic's and the web player's reports, which `getNowPlaying` lists.
+    pub(crate) fn set_now_playing_song(&self, listen: Listen, song: u32) {
+        self.put_now_playing(listen, Some(song));
+    }
+
+    fn put_now_playing(&self, listen: Listen, song: Option<u32>) {
         let ttl = listen
             .duration
             .map_or(self.config.now_playing_ttl, |d| i64::from(d).max(30));
-        let expires = self.now() + ttl;
-        lock(&self.live.now_playing).insert(listen.user.clone(), NowPlaying { listen, expires });
+        let since = self.now();
+        let np = NowPlaying {
+            song,
+            since,
+            expires: since + ttl,
+            listen,
+        };
+        lock(&self.live.now_playing).insert(np.listen.user.clone(), np);
     }
 
+    /// What `user` plays now, if it has not expired.
     pub(crate) fn now_playing(&self, user: &str) -> Option<Listen> {
         let now = self.now();
         let mut np = lock(&self.live.now_playing);
@@ -284,6 +384,17 @@ impl AppState {
             }
             None => None,
         }
+    }
+
+    /// Every user's unexpired now-playing that names a library song,
+    /// sorted by user (Subsonic's `getNowPlaying`).
+    pub(crate) fn now_playing_songs(&self) -> Vec<NowPlaying> {
+        let now = self.now();
+        let mut np = lock(&self.live.now_playing);
+        np.retain(|_, p| p.expires > now);
+        let mut v: Vec<NowPlaying> = np.values().filter(|p| p.song.is_some()).cloned().collect();
+        v.sort_by(|a, b| a.listen.user.cmp(&b.listen.user));
+        v
     }
 
     /// A scrobble ends the now-playing of the same track (one lock for a

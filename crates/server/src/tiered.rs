@@ -3,12 +3,14 @@
 //! folder and the cold replicas, and a copy that fails mid-stream is
 //! replaced by another at the byte already sent, inside one response.
 //!
-//! HTTP semantics follow [`crate::stream`]: one `Range` (206/416),
-//! `Accept-Ranges`, and a strong `ETag` from the track's length and key
+//! Ranges and conditions are [`crate::stream::conditional`]'s, as for a
+//! file: the validator is a strong `ETag` from the track's length and key
 //! (the same on every copy, so a client resuming on another copy sees the
-//! same tag); `If-None-Match` gives 304 and `If-Range` with another tag
-//! sends the whole body.
+//! same tag). The copies' dates differ, so there is no `Last-Modified`:
+//! `If-Modified-Since` sends the body and an `If-Range` date the whole
+//! body.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -16,7 +18,8 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use spindle_tiers::{Tiers, TrackRef};
 
-use crate::stream::{parse_range, RangeReq, Sent};
+use crate::stream::conditional::{self, parse_range, Plan, RangeReq, Validators};
+use crate::stream::Sent;
 
 fn etag_of(t: &TrackRef, len: u64) -> String {
     format!(
@@ -67,65 +70,23 @@ pub async fn serve_track(
         Err(e) => return plain(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     };
     let len = probe.len();
-    let etag = etag_of(t, len);
-    let mut b = Response::builder()
-        .header(header::ACCEPT_RANGES, "bytes")
-        .header(header::ETAG, &etag)
-        .header(header::CACHE_CONTROL, "private, max-age=0")
-        .header("x-spindle-device", probe.device());
-    if let Some(inm) = hv(header::IF_NONE_MATCH) {
-        if inm
-            .split(',')
-            .any(|x| x.trim() == "*" || x.trim().trim_start_matches("W/") == etag)
-        {
-            let r = b
-                .status(StatusCode::NOT_MODIFIED)
-                .body(Body::empty())
-                .unwrap_or_default();
-            return (
-                r,
-                Sent {
-                    status: 304,
-                    bytes: 0,
-                },
-            );
-        }
-    }
-    let mut range = hv(header::RANGE).map_or(RangeReq::Full, |r| parse_range(r, len));
-    if let Some(ir) = hv(header::IF_RANGE) {
-        if ir.trim() != etag {
-            range = RangeReq::Full;
-        }
-    }
-    let (status, start, count) = match range {
-        RangeReq::Full => (StatusCode::OK, 0, len),
-        RangeReq::Partial { start, end } => {
-            b = b.header(header::CONTENT_RANGE, format!("bytes {start}-{end}/{len}"));
-            (StatusCode::PARTIAL_CONTENT, start, end - start + 1)
-        }
-        RangeReq::Unsatisfiable => {
-            let r = b
-                .status(StatusCode::RANGE_NOT_SATISFIABLE)
-                .header(header::CONTENT_RANGE, format!("bytes */{len}"))
-                .header(header::CONTENT_LENGTH, "0")
-                .body(Body::empty())
-                .unwrap_or_default();
-            return (
-                r,
-                Sent {
-                    status: 416,
-                    bytes: 0,
-                },
-            );
-        }
+    let v = Validators {
+        etag: etag_of(t, len),
+        modified: None,
+    };
+    let b = Response::builder().header("x-spindle-device", probe.device());
+    let Plan {
+        builder: b,
+        status,
+        start,
+        count,
+    } = match conditional::head(b, req, &v, len, content_type) {
+        ControlFlow::Continue(plan) => plan,
+        ControlFlow::Break(done) => return done,
     };
     if !head && start == 0 {
         tiers.record_access(t, len);
     }
-    b = b
-        .status(status)
-        .header(header::CONTENT_TYPE, content_type)
-        .header(header::CONTENT_LENGTH, count);
     let body = if head || count == 0 {
         Body::empty()
     } else {
@@ -233,6 +194,15 @@ mod tests {
             let h = headers(&[("range", "bytes=0-0"), ("if-range", "\"stale\"")]);
             let (r, _) = serve_track(&tiers, &t, "audio/flac", &h, false).await;
             assert_eq!(r.status(), StatusCode::OK);
+            let h = headers(&[("range", "bytes=0-0"), ("if-range", etag.as_str())]);
+            let (r, _) = serve_track(&tiers, &t, "audio/flac", &h, false).await;
+            assert_eq!(r.status(), StatusCode::PARTIAL_CONTENT);
+            // No copy's date stands for the track: a date never matches.
+            let date = "Tue, 14 Nov 2023 22:13:20 GMT";
+            let h = headers(&[("range", "bytes=0-0"), ("if-range", date)]);
+            let (r, _) = serve_track(&tiers, &t, "audio/flac", &h, false).await;
+            assert_eq!(r.status(), StatusCode::OK);
+            assert!(!r.headers().contains_key(header::LAST_MODIFIED));
 
             let (r, _) = serve_track(&tiers, &t, "audio/flac", &HeaderMap::new(), true).await;
             assert_eq!(r.headers()[header::CONTENT_LENGTH], "300000");

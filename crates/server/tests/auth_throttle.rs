@@ -163,22 +163,8 @@ fn basic(user: &str, password: &str) -> Request<Body> {
 }
 
 fn base64(b: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut s = String::new();
-    for c in b.chunks(3) {
-        let n = c
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &x)| n | (u32::from(x) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= c.len() {
-                s.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    s
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(b)
 }
 
 /// A pending `auth.getToken` token for the `/api/auth/` page.

@@ -65,9 +65,9 @@ fn fixture(links: impl FnOnce(&Path, &Path, &Path)) -> Fixture {
         Config::default(),
         Arc::new(SystemClock),
     );
-    let music_state = Arc::new(Music::new(std::slice::from_ref(&root), &data).unwrap());
+    let state = state.with_music(Music::new(std::slice::from_ref(&root), &data).unwrap());
     Fixture {
-        app: spindle_server::router_with(state, music_state),
+        app: spindle_server::router(state),
         db,
         data,
         music: root,

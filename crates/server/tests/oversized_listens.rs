@@ -53,9 +53,9 @@ fn fixture() -> Fixture {
         Arc::new(ManualClock::new(NOW)),
     );
     let song = db.read().ids().next().unwrap().to_string();
-    let music_state = Arc::new(Music::new(roots, data.path()).unwrap());
+    let state = state.with_music(Music::new(roots, data.path()).unwrap());
     Fixture {
-        app: spindle_server::router_with(state.clone(), music_state),
+        app: spindle_server::router(state.clone()),
         state,
         data,
         _music: music,

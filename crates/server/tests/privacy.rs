@@ -51,9 +51,9 @@ fn fixture_with(config: Config) -> Fixture {
         config,
         clock.clone(),
     );
-    let music = Arc::new(Music::new(&[], data.path()).unwrap());
+    let state = state.with_music(Music::new(&[], data.path()).unwrap());
     Fixture {
-        app: spindle_server::router_with(state, music),
+        app: spindle_server::router(state),
         clock,
         bob_token: accounts.user_token("bob").unwrap(),
         ann_token: accounts.user_token("ann").unwrap(),
@@ -439,7 +439,7 @@ async fn a_user_holds_a_bounded_number_of_as12_sessions_and_idle_ones_end() {
     let f = fixture();
     let first = as12_session(&f).await;
     let mut last = String::new();
-    for _ in 0..spindle_server::as12::MAX_SESSIONS_PER_USER + 20 {
+    for _ in 0..spindle_server::lastfm::as12::MAX_SESSIONS_PER_USER + 20 {
         last = as12_session(&f).await;
     }
     assert_eq!(
@@ -449,9 +449,11 @@ async fn a_user_holds_a_bounded_number_of_as12_sessions_and_idle_ones_end() {
     );
     assert_eq!(now_playing(&f, &last).await, "OK\n");
     // Use keeps a session alive; a day without use ends it.
-    f.clock.advance(spindle_server::as12::SESSION_IDLE - 10);
+    f.clock
+        .advance(spindle_server::lastfm::as12::SESSION_IDLE - 10);
     assert_eq!(now_playing(&f, &last).await, "OK\n");
-    f.clock.advance(spindle_server::as12::SESSION_IDLE + 1);
+    f.clock
+        .advance(spindle_server::lastfm::as12::SESSION_IDLE + 1);
     assert_eq!(now_playing(&f, &last).await, "BADSESSION\n");
 }
 

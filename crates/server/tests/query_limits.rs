@@ -21,7 +21,6 @@ const PW: &str = "pw";
 struct Fixture {
     app: axum::Router,
     state: AppState,
-    music: Arc<Music>,
     api_key: String,
     _dirs: (tempfile::TempDir, tempfile::TempDir),
 }
@@ -65,11 +64,10 @@ fn fixture(config: Config, extra: u32, title: impl Fn(u32) -> String) -> Fixture
         Arc::new(SystemClock),
     );
     let music_dir = music;
-    let music = Arc::new(Music::new(&[root], data.path()).unwrap());
+    let state = state.with_music(Music::new(&[root], data.path()).unwrap());
     Fixture {
-        app: spindle_server::router_with(state.clone(), music.clone()),
+        app: spindle_server::router(state.clone()),
         state,
-        music,
         api_key,
         _dirs: (data, music_dir),
     }
@@ -210,10 +208,9 @@ async fn shutdown_stops_a_running_search_within_milliseconds() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(spindle_server::serve_with(
+    let server = tokio::spawn(spindle_server::serve(
         listener,
         f.state.clone(),
-        f.music.clone(),
         async move {
             let _ = stop_rx.await;
         },

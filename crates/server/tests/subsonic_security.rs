@@ -47,7 +47,7 @@ fn fixture() -> Fixture {
         Config::default(),
         Arc::new(SystemClock),
     );
-    let music_state = Arc::new(Music::new(std::slice::from_ref(&root), data.path()).unwrap());
+    let state = state.with_music(Music::new(std::slice::from_ref(&root), data.path()).unwrap());
     let file = std::fs::canonicalize(&files[0]).unwrap();
     let url = spindle_media::scan::file_url(&file);
     let lib = db.read();
@@ -62,7 +62,7 @@ fn fixture() -> Fixture {
         .unwrap();
     drop(lib);
     Fixture {
-        app: spindle_server::router_with(state, music_state),
+        app: spindle_server::router(state),
         _dirs: (data, music),
         song: id.to_string(),
         file,

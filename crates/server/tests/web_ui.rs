@@ -43,13 +43,8 @@ fn app_with_state() -> (axum::Router, AppState, tempfile::TempDir, tempfile::Tem
         Config::default(),
         Arc::new(SystemClock),
     );
-    let m = Arc::new(Music::new(&[root], data.path()).unwrap());
-    (
-        spindle_server::router_with(state.clone(), m),
-        state,
-        data,
-        music,
-    )
+    let state = state.with_music(Music::new(&[root], data.path()).unwrap());
+    (spindle_server::router(state.clone()), state, data, music)
 }
 
 async fn send(app: &axum::Router, req: Request<Body>) -> (StatusCode, Option<String>, Vec<u8>) {
@@ -480,10 +475,7 @@ async fn charts_are_svg_pictures_with_titles_and_a_bar_per_count_over_each_perio
     assert_eq!(svg_of(&body).matches(r#"class="bar""#).count(), 1);
 
     // A from/to range: 20 days ago only.
-    let date = |ago: i64| {
-        let (y, m, d) = spindle_server::time::civil((today - ago * day) / day);
-        format!("{y:04}-{m:02}-{d:02}")
-    };
+    let date = |ago: i64| spindle_server::time::date_of_day((today - ago * day) / day).to_string();
     let path = format!(
         "/ui/chart/albums.svg?period=range&from={}&to={}",
         date(20),

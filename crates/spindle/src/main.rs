@@ -1,5 +1,6 @@
 //! The `spindle` binary: parses the command line, turns it into library
 //! configs, and prints errors once with context.
+#![forbid(unsafe_code)]
 
 mod cli;
 mod cmd;

@@ -1,5 +1,6 @@
 //! A quick engine profile: generates N entries of ~50 properties, then
-//! times the seed's seven queries (parse + evaluate + fetch 5 fields).
+//! times the seven queries of `spindle bench library` (parse + evaluate +
+//! fetch 5 fields).
 //! `cargo run --release -p spindle-store --example perf -- 100000`
 
 use std::time::Instant;

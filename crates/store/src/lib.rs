@@ -6,7 +6,8 @@
 //! decide which values a query sees. Data lives in memory; durability is a
 //! data file plus an fsynced log of committed transactions; indexes are
 //! memory-only and rebuilt on open (S4's "midb" design). The query engine
-//! evaluates `spindle_query` collections over it.
+//! evaluates `spindle_query` collections over it. [`json`] is the
+//! library's JSON import/export format.
 //!
 //! It is *not* a tag reader, a server or a CLI: those sit above it. It is
 //! synchronous; callers in async code run it on a blocking thread.
@@ -41,6 +42,7 @@ pub mod fold;
 pub mod fuzzing;
 mod index;
 mod intern;
+pub mod json;
 mod log;
 mod model;
 mod op;

@@ -395,12 +395,10 @@ impl TiersConfig {
 }
 
 /// The default location of the server config:
-/// `$XDG_CONFIG_HOME/spindle/server.toml`, else `~/.config/spindle/server.toml`.
+/// `$XDG_CONFIG_HOME/spindle/server.toml`, else `~/.config/spindle/server.toml`
+/// (the XDG lookup is the `directories` crate's); none without a home.
 pub fn default_config_path() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(d).join("spindle/server.toml"));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/spindle/server.toml"))
+    directories::ProjectDirs::from("", "", "spindle").map(|d| d.config_dir().join("server.toml"))
 }
 
 #[cfg(test)]

@@ -3,19 +3,23 @@
 //! kinds — [`Folder`] (a local folder: a music folder, an archive disk,
 //! the hot folder) and [`S3Device`] (a bucket) — and [`Throttled`], a
 //! wrapper that models a busy disk for the device-choice benchmark and
-//! the failover tests.
+//! the failover tests (it counts its own busy time, [`BusyClock`], which
+//! no real back end does).
 //!
 //! A key is a relative path with `/` separators (the track's path below
 //! its music folder); keys with `..`, a leading `/` or NUL are refused.
+//! A [`Folder`] opens through [`spindle_io::beneath::MusicRoot`], so a
+//! symlink in the folder that leads out of it is refused as well.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use tokio::io::{AsyncReadExt, AsyncSeekExt};
+use spindle_io::beneath::{MusicRoot, OpenRefused};
+use tokio::io::AsyncReadExt;
 
 use crate::s3::{S3Client, S3Error};
 
@@ -43,8 +47,29 @@ pub enum DeviceError {
     },
     #[error("{device}: refused key {key:?} (not a relative path)")]
     BadKey { device: String, key: String },
+    /// The folder refused to open the key: a symlink leading out of it,
+    /// or not a regular file.
+    #[error("{device}: {key}: {source}")]
+    Refused {
+        device: String,
+        key: String,
+        #[source]
+        source: OpenRefused,
+    },
     #[error("{device}: device is read-only")]
     ReadOnly { device: String },
+    /// No data within the stall timeout (`[tiers] stall_timeout_ms`).
+    #[error("{device}: {key}: no data within the stall timeout")]
+    Stalled { device: String, key: String },
+    /// The copy's length differs from the one the stream or the replica
+    /// index expects: a stale or damaged copy.
+    #[error("{device}: {key}: this copy has {len} bytes, {want} were expected")]
+    WrongLength {
+        device: String,
+        key: String,
+        len: u64,
+        want: u64,
+    },
 }
 
 impl DeviceError {
@@ -58,6 +83,35 @@ impl DeviceError {
                     ..
                 }
             )
+    }
+}
+
+/// What a device is, as status shows it (`folder`, `s3`, `hot`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DeviceKind {
+    /// A local folder: a music folder or another cold folder.
+    Folder,
+    /// An S3 bucket.
+    S3,
+    /// The hot folder.
+    Hot,
+}
+
+impl DeviceKind {
+    /// The name status and logs show.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceKind::Folder => "folder",
+            DeviceKind::S3 => "s3",
+            DeviceKind::Hot => "hot",
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -170,8 +224,8 @@ impl Reader {
 
 /// A device's storage back end.
 pub trait Backend: Send + Sync + 'static {
-    /// `folder`, `s3`, …
-    fn kind(&self) -> &'static str;
+    /// What the device is.
+    fn kind(&self) -> DeviceKind;
     /// The folder, for a local device (to find its block device).
     fn local_path(&self) -> Option<&Path> {
         None
@@ -195,19 +249,25 @@ pub trait Backend: Send + Sync + 'static {
     fn probe(&self) -> BoxFuture<'_, Result<(), DeviceError>> {
         Box::pin(async { Ok(()) })
     }
-    /// Time the device has had a request in service, where the back end
-    /// counts it itself ([`Throttled`]); `None` means: read
-    /// `/proc/diskstats`.
-    fn busy(&self) -> Option<Duration> {
-        None
-    }
 }
 
-/// A local folder.
+/// A device that counts the time it has had a request in service, as a
+/// disk's `%util` would (the simulated devices of the device-choice
+/// benchmark, [`Throttled`]). Real devices do not: their `%util` comes
+/// from `/proc/diskstats`. Given to the tiers with
+/// [`crate::Tiers::sample_busy_from`].
+pub trait BusyClock: Send + Sync + 'static {
+    /// Total time with at least one request in service.
+    fn busy(&self) -> Duration;
+}
+
+/// A local folder. Reads open through a [`MusicRoot`] made on first use
+/// (the folder may not exist yet when the device is set up).
 pub struct Folder {
     name: String,
     root: PathBuf,
     writable: bool,
+    beneath: OnceLock<MusicRoot>,
 }
 
 impl Folder {
@@ -216,6 +276,7 @@ impl Folder {
             name: name.to_owned(),
             root,
             writable,
+            beneath: OnceLock::new(),
         }
     }
 
@@ -231,6 +292,22 @@ impl Folder {
             });
         }
         Ok(self.root.join(key))
+    }
+
+    /// Why `key` could not be opened, as a device error: a missing file
+    /// (or folder) is [`DeviceError::NotFound`], a refusal is
+    /// [`DeviceError::Refused`].
+    fn refused(&self, key: &str, source: OpenRefused) -> DeviceError {
+        match source {
+            OpenRefused::Root { source, .. } | OpenRefused::Io { source, .. } => {
+                self.io(key, source)
+            }
+            source => DeviceError::Refused {
+                device: self.name.clone(),
+                key: key.to_owned(),
+                source,
+            },
+        }
     }
 
     fn io(&self, key: &str, source: std::io::Error) -> DeviceError {
@@ -250,30 +327,38 @@ impl Folder {
 }
 
 impl Backend for Folder {
-    fn kind(&self) -> &'static str {
-        "folder"
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Folder
     }
 
     fn local_path(&self) -> Option<&Path> {
         Some(&self.root)
     }
 
+    /// One blocking hop: the checked open (and, the first time, the
+    /// folder's [`MusicRoot`]), its `fstat` and the seek.
     fn open<'a>(&'a self, key: &'a str, offset: u64) -> BoxFuture<'a, Result<Opened, DeviceError>> {
         Box::pin(async move {
-            let path = self.path_of(key)?;
-            let mut file = tokio::fs::File::open(&path)
-                .await
-                .map_err(|e| self.io(key, e))?;
-            let len = file.metadata().await.map_err(|e| self.io(key, e))?.len();
-            if offset > 0 {
-                file.seek(std::io::SeekFrom::Start(offset.min(len)))
-                    .await
-                    .map_err(|e| self.io(key, e))?;
-            }
+            self.path_of(key)?;
+            let known = self.beneath.get().cloned();
+            let root = self.root.clone();
+            let rel = PathBuf::from(key);
+            let (file, len, beneath) = tokio::task::spawn_blocking(move || {
+                let beneath = match known {
+                    Some(b) => b,
+                    None => MusicRoot::new(&root)?,
+                };
+                let (file, len) = open_at(&beneath, &rel, offset)?;
+                Ok((file, len, beneath))
+            })
+            .await
+            .map_err(|e| self.io(key, std::io::Error::other(e)))?
+            .map_err(|e| self.refused(key, e))?;
+            let _ = self.beneath.set(beneath);
             Ok(Opened {
                 len,
                 reader: Reader::File {
-                    file,
+                    file: tokio::fs::File::from_std(file),
                     left: len.saturating_sub(offset),
                 },
             })
@@ -364,6 +449,26 @@ impl Backend for Folder {
     }
 }
 
+/// Opens `rel` under `beneath`, positioned at `offset` (blocking): the file
+/// and its length.
+fn open_at(
+    beneath: &MusicRoot,
+    rel: &Path,
+    offset: u64,
+) -> Result<(std::fs::File, u64), OpenRefused> {
+    use std::io::Seek;
+    let (mut file, meta) = beneath.open(rel)?;
+    let len = meta.len();
+    if offset > 0 {
+        file.seek(std::io::SeekFrom::Start(offset.min(len)))
+            .map_err(|source| OpenRefused::Io {
+                path: beneath.path().join(rel),
+                source,
+            })?;
+    }
+    Ok((file, len))
+}
+
 /// An S3 bucket.
 pub struct S3Device {
     name: String,
@@ -402,8 +507,8 @@ impl S3Device {
 }
 
 impl Backend for S3Device {
-    fn kind(&self) -> &'static str {
-        "s3"
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::S3
     }
 
     fn open<'a>(&'a self, key: &'a str, offset: u64) -> BoxFuture<'a, Result<Opened, DeviceError>> {
@@ -541,7 +646,7 @@ impl Throttled {
 }
 
 impl Backend for Throttled {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> DeviceKind {
         self.inner.kind()
     }
 
@@ -591,9 +696,11 @@ impl Backend for Throttled {
     fn probe(&self) -> BoxFuture<'_, Result<(), DeviceError>> {
         self.inner.probe()
     }
+}
 
-    fn busy(&self) -> Option<Duration> {
-        Some(Throttled::busy(self))
+impl BusyClock for Throttled {
+    fn busy(&self) -> Duration {
+        Throttled::busy(self)
     }
 }
 
@@ -646,6 +753,53 @@ mod tests {
         assert!(matches!(
             ro.put("z", &src).await,
             Err(DeviceError::ReadOnly { .. })
+        ));
+    }
+
+    async fn read_key(f: &Folder, key: &str) -> Result<Vec<u8>, DeviceError> {
+        let mut o = f.open(key, 0).await?;
+        let mut got = Vec::new();
+        while let Some(c) = o.reader.next_chunk().await.unwrap() {
+            got.extend_from_slice(&c);
+        }
+        Ok(got)
+    }
+
+    #[tokio::test]
+    async fn a_folder_follows_symlinks_inside_it_and_refuses_ones_that_lead_out() {
+        use std::os::unix::fs::symlink;
+        let d = tempfile::tempdir().unwrap();
+        // Made before the folder exists: its checked opener comes later.
+        let f = Folder::new("f", d.path().join("dev"), false);
+        assert!(f.open("a/t.flac", 0).await.unwrap_err().is_not_found());
+        std::fs::create_dir_all(d.path().join("dev/a")).unwrap();
+        std::fs::write(d.path().join("dev/a/t.flac"), b"inside").unwrap();
+        std::fs::write(d.path().join("secret.flac"), b"outside").unwrap();
+        symlink("a/t.flac", d.path().join("dev/in.flac")).unwrap();
+        symlink("a", d.path().join("dev/b")).unwrap();
+        symlink("../secret.flac", d.path().join("dev/out.flac")).unwrap();
+        symlink(
+            d.path().join("secret.flac"),
+            d.path().join("dev/a/abs.flac"),
+        )
+        .unwrap();
+        symlink(d.path(), d.path().join("dev/up")).unwrap();
+        for key in ["a/t.flac", "in.flac", "b/t.flac"] {
+            assert_eq!(read_key(&f, key).await.unwrap(), b"inside", "{key}");
+        }
+        for key in ["out.flac", "a/abs.flac", "up/secret.flac"] {
+            match read_key(&f, key).await {
+                Err(e @ DeviceError::Refused { .. }) => {
+                    assert!(!e.is_not_found());
+                    assert!(e.to_string().contains("outside"), "{key}: {e}");
+                }
+                other => panic!("{key}: {other:?}"),
+            }
+        }
+        // A directory is not a copy.
+        assert!(matches!(
+            f.open("a", 0).await,
+            Err(DeviceError::Refused { .. })
         ));
     }
 }

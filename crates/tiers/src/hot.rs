@@ -28,7 +28,7 @@ use futures_util::future::BoxFuture;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
-use crate::device::{key_is_safe, Backend, DeviceError, Folder, Opened, Reader};
+use crate::device::{key_is_safe, Backend, DeviceError, DeviceKind, Folder, Opened, Reader};
 
 const MAGIC: &[u8; 8] = b"SPNDLHOT";
 const VERSION: u32 = 1;
@@ -359,12 +359,32 @@ impl HotFolder {
         }
     }
 
+    /// The temporary names of `key`'s copy and record while written.
+    fn temp_paths(&self, key: &str) -> (PathBuf, PathBuf) {
+        let (data, sum, _) = self.paths(key);
+        let tmp = |p: &Path| {
+            p.with_file_name(format!(
+                "{}.tmp",
+                p.file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            ))
+        };
+        (tmp(&data), tmp(&sum))
+    }
+
     /// Copies `src` (an open cold copy of `len` bytes, read from offset 0)
     /// into the hot folder as `key`, paced by `pacer`. The bytes must have
     /// been reserved with [`HotFolder::reserve`]; on failure the
-    /// reservation is released and nothing is left behind.
+    /// reservation is released and nothing is left behind. Dropped before
+    /// it finishes (the background stopping mid-copy), it does the same.
     pub async fn promote(&self, key: &str, src: Opened, pacer: &Pacer) -> Result<(), HotError> {
+        let mut unfinished = Unfinished {
+            hot: self,
+            key,
+            armed: true,
+        };
         let r = self.write_copy(key, src, pacer).await;
+        unfinished.armed = false;
         match r {
             Ok(len) => {
                 let mut i = self.lock();
@@ -390,16 +410,7 @@ impl HotFolder {
         tokio::fs::create_dir_all(&dir)
             .await
             .map_err(|e| io(&dir, e))?;
-        let tmp = data.with_file_name(format!(
-            "{}.tmp",
-            data.file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-        ));
-        let sum_tmp = sum.with_file_name(format!(
-            "{}.tmp",
-            sum.file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-        ));
+        let (tmp, sum_tmp) = self.temp_paths(key);
         let result = async {
             let mut f = tokio::fs::File::create(&tmp)
                 .await
@@ -529,11 +540,30 @@ impl HotFolder {
     }
 }
 
+/// A promotion in flight: if its future is dropped before it finishes,
+/// the reservation is released and the temporary files removed.
+struct Unfinished<'a> {
+    hot: &'a HotFolder,
+    key: &'a str,
+    armed: bool,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.hot.unreserve(self.key);
+            let (tmp, sum_tmp) = self.hot.temp_paths(self.key);
+            let _ = std::fs::remove_file(tmp);
+            let _ = std::fs::remove_file(sum_tmp);
+        }
+    }
+}
+
 /// Reads from the hot folder go through the same [`Backend`] as any
 /// device, so a hot copy that fails mid-stream fails over to a cold one.
 impl Backend for HotFolder {
-    fn kind(&self) -> &'static str {
-        "hot"
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Hot
     }
 
     fn local_path(&self) -> Option<&Path> {

@@ -8,8 +8,8 @@
 //! where latency is the estimate times (1 + reads in flight): a fast
 //! device takes most reads but is never flooded, because its own queue
 //! raises its estimate. `%util` is measured only to show and to compare
-//! against (the seed: a 95%-busy SSD still answers faster than a 10%-busy
-//! disk); it never decides.
+//! against (a 95%-busy SSD still answers faster than a 10%-busy disk); it
+//! never decides.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -1,7 +1,7 @@
 //! The chart: IOPS (left) and p99 read latency (right) against queue depth
 //! on a log2 axis, one line per engine and mix; fio's figures dashed.
 //!
-//! The layout is drawn once against a small [`Canvas`] trait with two back
+//! The layout is drawn once against a small `Canvas` trait with two back
 //! ends: SVG text ([`svg`]) and a PNG raster ([`png`], tiny-skia with a
 //! built-in 8×8 bitmap font, so it needs no system fonts).
 

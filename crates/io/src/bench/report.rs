@@ -211,7 +211,7 @@ pub fn advice(r: &BenchReport) -> String {
             Some("none") | Some("noop") => {
                 let _ = writeln!(
                     o,
-                    "  scheduler '{}' suits small random streaming reads on flash (seed 003 chose noop, whose multi-queue successor is none).",
+                    "  scheduler '{}' suits small random streaming reads on flash (Last.fm's SSD streaming servers ran noop, whose multi-queue successor is none).",
                     d.scheduler.as_deref().unwrap_or("")
                 );
             }
@@ -219,7 +219,7 @@ pub fn advice(r: &BenchReport) -> String {
                 let _ = writeln!(
                     o,
                     "  scheduler '{s}' sorts and merges requests for a seeking disk; for small random reads on flash, 'none' \
-                     (noop's multi-queue successor, as in seed 003) saves that work: echo none > {}/scheduler",
+                     (noop's multi-queue successor; Last.fm's SSD streaming servers ran noop) saves that work: echo none > {}/scheduler",
                     d.queue_dir().display()
                 );
             }
@@ -240,14 +240,14 @@ pub fn advice(r: &BenchReport) -> String {
             if ra > 32 {
                 let _ = writeln!(
                     o,
-                    "  read_ahead_kb {ra}: each buffered random read may pull {ra} KiB from the device; seed 003 found 32 KiB \
-                     best for small random streaming reads: echo 32 > {}/read_ahead_kb ({direct_note}).",
+                    "  read_ahead_kb {ra}: each buffered random read may pull {ra} KiB from the device; 32 KiB (Last.fm's SSD \
+                     streaming servers) suits small random streaming reads: echo 32 > {}/read_ahead_kb ({direct_note}).",
                     d.queue_dir().display()
                 );
             } else {
                 let _ = writeln!(
                     o,
-                    "  read_ahead_kb {ra}: small enough for random streaming reads (seed 003 used 32) ({direct_note})."
+                    "  read_ahead_kb {ra}: small enough for random streaming reads (Last.fm's SSD streaming servers used 32) ({direct_note})."
                 );
             }
         }

@@ -10,9 +10,10 @@
 //!   owns both the ring and the buffers and tracks which slots the kernel is
 //!   writing into, so no Rust reference to a buffer can exist while the
 //!   kernel owns it, and no buffer is freed while a request is in flight.
-//! - [`cpu_time`], which calls `getrusage(RUSAGE_SELF)`, and
+//! - [`cpu_time`], which calls `getrusage(RUSAGE_SELF)`,
 //!   [`allowed_cpus`] / [`pin_current_thread`], which call
-//!   `sched_getaffinity` / `sched_setaffinity`.
+//!   `sched_getaffinity` / `sched_setaffinity`, and
+//!   [`raise_nofile_limit`], which calls `getrlimit` / `setrlimit`.
 #![allow(unsafe_code)]
 
 pub(crate) mod ring;
@@ -155,6 +156,31 @@ pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Raises this process's soft limit on open files to its hard limit and
+/// returns the limit now in force: every stream holds a socket and a file,
+/// and thousands of listeners need thousands of both. Children inherit it.
+pub fn raise_nofile_limit() -> std::io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `struct rlimit` into the pointer we pass,
+    // which points to a struct of exactly that type that we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: setrlimit only reads the struct we pass, which is
+        // initialised; raising the soft limit up to the hard one is always
+        // permitted.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(lim.rlim_cur)
 }
 
 /// Reads up to `len` bytes at `offset` into the spare capacity of `buf`
@@ -430,6 +456,14 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn the_open_files_limit_is_raised_to_the_hard_limit() {
+        let now = super::raise_nofile_limit().unwrap();
+        assert!(now > 0);
+        // A second call finds it raised already and says the same.
+        assert_eq!(super::raise_nofile_limit().unwrap(), now);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //!   `client/…` edits, ratings, play counts, imports — are never touched,
 //!   so they survive every rescan and still win by source preference.
 //! - **Moved files**: a new path whose content fingerprint
-//!   ([`fingerprint`]) equals that of an entry whose file is gone takes
+//!   ([`fingerprint()`]) equals that of an entry whose file is gone takes
 //!   over that entry (its id, play counts and ratings) instead of making a
 //!   new one.
 //! - **Deleted files**: an entry holding only `plugin/*` values is removed;

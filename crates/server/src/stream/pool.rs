@@ -88,7 +88,9 @@ enum Msg {
     Close(FileId),
 }
 
-/// The IO thread and the way to it.
+/// The IO thread and the way to it. Clones share the thread, which ends
+/// when the last clone (the server's reader, a body in flight) is gone.
+#[derive(Clone)]
 pub struct Pool {
     tx: mpsc::Sender<Msg>,
     kind: EngineKind,
@@ -283,7 +285,7 @@ fn take(
 
 /// A response body read through the pool: `count` bytes from `start`.
 pub struct FileBody {
-    pool: &'static Pool,
+    pool: Pool,
     /// The file, for reads from the page cache on the caller's thread.
     file: std::sync::Arc<std::fs::File>,
     /// Its id in the engine once registered.
@@ -301,13 +303,13 @@ pub struct FileBody {
 
 impl FileBody {
     pub fn new(
-        pool: &'static Pool,
+        pool: &Pool,
         file: std::sync::Arc<std::fs::File>,
         start: u64,
         count: u64,
     ) -> FileBody {
         FileBody {
-            pool,
+            pool: pool.clone(),
             file,
             id: None,
             offset: start,
@@ -467,11 +469,10 @@ mod tests {
             EngineKind::UringSqpoll,
         ] {
             let (pool, _) = Pool::start(kind).unwrap();
-            let pool: &'static Pool = Box::leak(Box::new(pool));
             for cache in [true, false] {
                 for (start, count) in [(0, len), (1, 300_000), (len - 5, 5), (262_143, 2)] {
                     let f = std::sync::Arc::new(std::fs::File::open(&path).unwrap());
-                    let body = FileBody::new(pool, f, start, count).cache_reads(cache);
+                    let body = FileBody::new(&pool, f, start, count).cache_reads(cache);
                     let got = collect(body).await;
                     let want = &data[start as usize..(start + count) as usize];
                     assert!(got == want, "{kind} cache {cache}: {start}+{count}");
@@ -480,7 +481,7 @@ mod tests {
                 // more than the engine's table holds come and go.
                 for _ in 0..(max_files() as usize + 10) {
                     let f = std::sync::Arc::new(std::fs::File::open(&path).unwrap());
-                    let mut body = FileBody::new(pool, f, 0, len).cache_reads(cache);
+                    let mut body = FileBody::new(&pool, f, 0, len).cache_reads(cache);
                     let frame = std::future::poll_fn(|cx| {
                         http_body::Body::poll_frame(Pin::new(&mut body), cx)
                     })

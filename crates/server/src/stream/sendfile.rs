@@ -4,14 +4,14 @@
 //!
 //! hyper takes a body as `Bytes` and has no way to hand a file range to
 //! the socket. So a body that wants a range sent by `sendfile` yields a
-//! *stand-in*: a slice of [`STAND_IN`] (a static, never-written block)
+//! *stand-in*: a slice of `STAND_IN` (a static, never-written block)
 //! of the range's length, and records the range on its connection's
 //! [`SendQueue`]. The connection's socket is a [`SendfileStream`]: when
 //! hyper asks it to write slices, ordinary slices are written as usual and
-//! a slice that points into [`STAND_IN`] is replaced by `sendfile` of the
+//! a slice that points into `STAND_IN` is replaced by `sendfile` of the
 //! range at the front of the queue. hyper writes in order, so the queue's
 //! front is always the stand-in being written; where in it hyper has got
-//! to is the slice's offset into [`STAND_IN`], which is checked against
+//! to is the slice's offset into `STAND_IN`, which is checked against
 //! the queue's own count before anything is sent.
 //!
 //! This holds only while hyper queues body buffers as they are instead of
@@ -115,7 +115,7 @@ fn stand_in_offset(s: &[u8]) -> Option<usize> {
 /// write timeout (a client that stopped reading is let go).
 ///
 /// The timeout costs nothing per write: a write that goes through only
-/// clears [`SendfileStream::stalled_since`]. A write that finds the socket
+/// clears `stalled_since`. A write that finds the socket
 /// full notes the time (once per stall) and polls one timer, made on the
 /// first stall and reset at most once per timeout period: when it fires
 /// early (it was set for an earlier stall) it is moved to the current

@@ -6,24 +6,13 @@ use std::collections::{BTreeMap, HashMap};
 use super::response::Node;
 use super::{not_found, Ctx, SyncResult};
 use crate::catalog::{Album, Artist, Catalog, Song};
-
-/// ISO 8601 (UTC) of UNIX seconds.
-pub(crate) fn iso(ts: i64) -> String {
-    let (y, m, d) = crate::time::civil(ts.div_euclid(86_400));
-    let s = ts.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000Z",
-        s / 3600,
-        s % 3600 / 60,
-        s % 60
-    )
-}
+use crate::time::iso8601;
 
 pub(crate) type Starred = BTreeMap<String, i64>;
 
 fn starred_attr(n: Node, id: &str, starred: &Starred) -> Node {
     match starred.get(id) {
-        Some(t) => n.s("starred", iso(*t)),
+        Some(t) => n.s("starred", iso8601(*t)),
         None => n,
     }
 }
@@ -50,14 +39,14 @@ pub(crate) fn song_node(s: &Song, starred: &Starred) -> Node {
         .s("path", s.path.clone())
         .i("playCount", s.play_count)
         .opt_i("discNumber", s.disc)
-        .s("created", iso(s.added))
+        .s("created", iso8601(s.added))
         .s("albumId", s.album_id.clone())
         .s("artistId", s.artist_id.clone())
         .s("type", "music")
         .s("mediaType", "song")
         .b("isVideo", false);
     let n = if s.last_played > 0 {
-        n.s("played", iso(s.last_played))
+        n.s("played", iso8601(s.last_played))
     } else {
         n
     };
@@ -76,7 +65,7 @@ pub(crate) fn album_node(a: &Album, starred: &Starred) -> Node {
         .i("songCount", a.songs.len() as i64)
         .i("duration", a.duration)
         .i("playCount", a.play_count)
-        .s("created", iso(a.created))
+        .s("created", iso8601(a.created))
         .opt_i("year", a.year)
         .opt_s("genre", a.genre.clone());
     starred_attr(n, &a.id, starred)
@@ -107,7 +96,9 @@ pub(crate) fn extensions() -> Node {
 fn folder_filter(c: &Ctx) -> Result<Option<usize>, super::Fail> {
     match c.int("musicFolderId")? {
         None => Ok(None),
-        Some(n) if n >= 1 && (n as usize) <= c.music.roots().len() => Ok(Some(n as usize - 1)),
+        Some(n) if n >= 1 && (n as usize) <= c.state.music.roots().len() => {
+            Ok(Some(n as usize - 1))
+        }
         Some(_) => Err(not_found("Music folder")),
     }
 }
@@ -118,6 +109,7 @@ pub(crate) fn in_folder(cat: &Catalog, a: &Album, folder: Option<usize>) -> bool
 
 pub(crate) fn music_folders(c: &mut Ctx) -> SyncResult {
     let folders = c
+        .state
         .music
         .roots()
         .iter()
@@ -168,7 +160,7 @@ fn grouped(c: &mut Ctx) -> Result<(std::sync::Arc<Catalog>, Groups), super::Fail
 
 pub(crate) fn indexes(c: &mut Ctx) -> SyncResult {
     let (cat, groups) = grouped(c)?;
-    let starred = c.music.userdata.starred(&c.user);
+    let starred = c.state.music.userdata.starred(&c.user);
     let idx = groups
         .into_iter()
         .map(|(l, v)| {
@@ -199,7 +191,7 @@ pub(crate) fn indexes(c: &mut Ctx) -> SyncResult {
 
 pub(crate) fn artists(c: &mut Ctx) -> SyncResult {
     let (cat, groups) = grouped(c)?;
-    let starred = c.music.userdata.starred(&c.user);
+    let starred = c.state.music.userdata.starred(&c.user);
     let idx = groups
         .into_iter()
         .map(|(l, v)| {
@@ -222,7 +214,7 @@ pub(crate) fn artist(c: &mut Ctx) -> SyncResult {
     let id = c.req("id")?.to_owned();
     let cat = c.cat();
     let a = cat.artist(&id).ok_or_else(|| not_found("Artist"))?;
-    let starred = c.music.userdata.starred(&c.user);
+    let starred = c.state.music.userdata.starred(&c.user);
     let albums = a
         .albums
         .iter()
@@ -235,7 +227,7 @@ pub(crate) fn album(c: &mut Ctx) -> SyncResult {
     let id = c.req("id")?.to_owned();
     let cat = c.cat();
     let a = cat.album(&id).ok_or_else(|| not_found("Album"))?;
-    let starred = c.music.userdata.starred(&c.user);
+    let starred = c.state.music.userdata.starred(&c.user);
     let songs = a
         .songs
         .iter()
@@ -248,7 +240,7 @@ pub(crate) fn song(c: &mut Ctx) -> SyncResult {
     let id = c.req("id")?.to_owned();
     let cat = c.cat();
     let s = cat.song(&id).ok_or_else(|| not_found("Song"))?;
-    let starred = c.music.userdata.starred(&c.user);
+    let starred = c.state.music.userdata.starred(&c.user);
     Ok(Some(song_node(s, &starred)))
 }
 
@@ -257,7 +249,7 @@ pub(crate) fn song(c: &mut Ctx) -> SyncResult {
 pub(crate) fn directory(c: &mut Ctx) -> SyncResult {
     let id = c.req("id")?.to_owned();
     let cat = c.cat();
-    let starred = c.music.userdata.starred(&c.user);
+    let starred = c.state.music.userdata.starred(&c.user);
     if let Some(a) = cat.artist(&id) {
         let kids = a
             .albums
@@ -325,13 +317,4 @@ pub(crate) fn genres(c: &mut Ctx) -> SyncResult {
         })
         .collect();
     Ok(Some(Node::new("genres").list("genre", nodes)))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn iso_dates_are_utc() {
-        assert_eq!(super::iso(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(super::iso(1_700_000_000), "2023-11-14T22:13:20.000Z");
-    }
 }

@@ -20,7 +20,9 @@ fn offset(c: &Ctx, name: &str) -> Result<usize, Fail> {
 fn folder(c: &Ctx) -> Result<Option<usize>, Fail> {
     match c.int("musicFolderId")? {
         None => Ok(None),
-        Some(n) if n >= 1 && (n as usize) <= c.music.roots().len() => Ok(Some(n as usize - 1)),
+        Some(n) if n >= 1 && (n as usize) <= c.state.music.roots().len() => {
+            Ok(Some(n as usize - 1))
+        }
         Some(_) => Err(super::not_found("Music folder")),
     }
 }
@@ -30,7 +32,7 @@ pub(crate) fn album_list2(c: &mut Ctx) -> SyncResult {
     let (size, offset) = (size(c, "size", 10)?, offset(c, "offset")?);
     let folder = folder(c)?;
     let cat = c.cat();
-    let starred = c.music.userdata.starred(&c.user);
+    let starred = c.state.music.userdata.starred(&c.user);
     let mut v: Vec<usize> = (0..cat.albums.len())
         .filter(|&n| in_folder(&cat, &cat.albums[n], folder))
         .collect();
@@ -93,7 +95,7 @@ pub(crate) fn random_songs(c: &mut Ctx) -> SyncResult {
     let genre = c.p.nonempty("genre").map(str::to_lowercase);
     let (from, to) = (c.int("fromYear")?, c.int("toYear")?);
     let cat = c.cat();
-    let starred = c.music.userdata.starred(&c.user);
+    let starred = c.state.music.userdata.starred(&c.user);
     let mut v: Vec<usize> = (0..cat.songs.len())
         .filter(|&n| {
             let s = &cat.songs[n];
@@ -230,7 +232,7 @@ pub(crate) fn search3(c: &mut Ctx) -> SyncResult {
     } else {
         search_words(&cat, &q)?
     };
-    let starred = c.music.userdata.starred(&c.user);
+    let starred = c.state.music.userdata.starred(&c.user);
     let artists = found
         .artists
         .into_iter()

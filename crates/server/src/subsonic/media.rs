@@ -18,18 +18,18 @@ type Answer = Result<Response, Fail>;
 /// and `format` are accepted and ignored: there is no transcoding.
 pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download: bool) -> Answer {
     let id = c.req("id")?.to_owned();
-    let music = c.music.clone();
-    let metrics_of = c.music.clone();
+    let st = c.state.clone();
     // With the catalog built and current, the lookup is a map access and a
     // realpath: done here, it saves a hop to the blocking pool per stream.
     if c.cat.is_none() {
-        c.cat = c.music.recent_catalog();
+        c.cat = st.music.recent_catalog();
     }
     let inline = c.cat.as_ref().is_some_and(|cat| cat.song(&id).is_some());
     let mut lookup = move || {
         let cat = c.cat();
         let s = cat.song(&id).ok_or_else(|| not_found("Song"))?;
         let track = crate::Music::track_of(s);
+        let music = &c.state.music;
         // Through the tiers, the music folder is one copy among several.
         let path = match music.tiers() {
             Some(_) => None,
@@ -49,13 +49,13 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
             .await
             .map_err(|_| Fail(0, "lookup failed".into()))??
     };
-    let (mut resp, sent) = match (path, metrics_of.tiers()) {
+    let (mut resp, sent) = match (path, st.tiers()) {
         (_, Some(tiers)) => crate::tiered::serve_track(tiers, &track, &ct, headers, head).await,
-        (Some(opened), None) => serve_opened(opened, &ct, headers, head).await,
+        (Some(opened), None) => serve_opened(&st.reader, opened, &ct, headers, head).await,
         (None, None) => return Err(not_found("File")),
     };
     if sent.status < 300 {
-        metrics_of.metrics.stream(sent.bytes);
+        st.metrics.stream(sent.bytes);
     }
     if download {
         let ascii: String = name
@@ -93,7 +93,7 @@ const FOLDER_ART: [&str; 6] = [
 /// logged and the next one tried.
 pub(crate) async fn cover_art(mut c: Ctx) -> Answer {
     let id = c.req("id")?.to_owned();
-    let music = c.music.clone();
+    let music = c.state.music.clone();
     let found = tokio::task::spawn_blocking(move || {
         let cat = c.cat();
         let song = if let Some(s) = cat.song(&id) {
@@ -192,8 +192,7 @@ pub(crate) async fn scrobble(mut c: Ctx) -> Answer {
     let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
     if !submission {
         if let Some((song, l)) = listens.into_iter().last() {
-            c.music.set_now_playing(&c.user, song, now, &l.client);
-            c.state.set_now_playing(l);
+            c.state.set_now_playing_song(l, song);
         }
         return Ok(super::response::ok(None, &fmt));
     }

@@ -23,10 +23,9 @@ use axum::extract::{Path, Request, State};
 use axum::http::Method;
 use axum::response::Response;
 use axum::routing::get;
-use axum::{Extension, Router};
+use axum::Router;
 
 use crate::catalog::Catalog;
-use crate::music::Music;
 use crate::params::Params;
 use crate::state::AppState;
 use response::{Format, Node};
@@ -50,7 +49,6 @@ pub(crate) fn not_found(what: &str) -> Fail {
 /// What every handler gets.
 pub(crate) struct Ctx {
     pub state: AppState,
-    pub music: Arc<Music>,
     pub user: String,
     pub p: Params,
     cat: Option<Arc<Catalog>>,
@@ -62,7 +60,7 @@ impl Ctx {
         if let Some(c) = &self.cat {
             return c.clone();
         }
-        let c = self.music.catalog(&self.state.db);
+        let c = self.state.music.catalog(&self.state.db);
         self.cat = Some(c.clone());
         c
     }
@@ -101,7 +99,6 @@ type SyncResult = Result<Option<Node>, Fail>;
 
 async fn handle(
     State(state): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
     Path(method): Path<String>,
     req: Request,
 ) -> Response {
@@ -147,7 +144,6 @@ async fn handle(
     let quick = matches!(method.as_str(), "stream" | "download")
         && (p.get("apiKey").is_some() || (p.get("t").is_some() && p.get("s").is_some()));
     let st = state.clone();
-    let mu = music.clone();
     let fmt2 = fmt.clone();
     let m2 = method.clone();
     let authed = match early_user {
@@ -158,7 +154,6 @@ async fn handle(
         let user = authed?;
         let mut ctx = Ctx {
             state: st,
-            music: mu,
             user,
             p,
             cat: None,
@@ -194,7 +189,7 @@ async fn handle(
         }
     };
     let failed = !resp.status().is_success();
-    music.metrics.request(started.elapsed(), failed);
+    state.metrics.request(started.elapsed(), failed);
     resp
 }
 

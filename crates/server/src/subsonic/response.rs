@@ -9,6 +9,8 @@ use axum::http::{header, HeaderValue};
 use axum::response::Response;
 use serde_json::{Map, Value};
 
+use crate::xml::escape_into;
+
 /// The Subsonic API version spoken.
 pub const API_VERSION: &str = "1.16.1";
 
@@ -97,7 +99,7 @@ impl Node {
             out.push_str(k);
             out.push_str("=\"");
             match v {
-                Attr::S(s) => escape(s, out),
+                Attr::S(s) => escape_into(s, out),
                 Attr::I(i) => out.push_str(&i.to_string()),
                 Attr::B(b) => out.push_str(if *b { "true" } else { "false" }),
             }
@@ -151,21 +153,6 @@ impl Node {
             }
         }
         Value::Object(m)
-    }
-}
-
-fn escape(s: &str, out: &mut String) {
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Characters XML 1.0 cannot carry.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
     }
 }
 
@@ -278,5 +265,17 @@ mod tests {
             n.json().to_string(),
             r#"{"ignoredArticles":"","index":[{"name":"A&B","artist":[{"id":1}]}]}"#
         );
+    }
+
+    #[test]
+    fn attributes_follow_the_one_escaping_rule() {
+        let n = Node::new("song").s("title", "Tom & Jerry's \"Song\"\u{0}\n🎵");
+        let mut x = String::new();
+        n.xml(&mut x);
+        assert_eq!(
+            x,
+            "<song title=\"Tom &amp; Jerry&#39;s &quot;Song&quot;\u{fffd}&#10;🎵\"/>"
+        );
+        assert_eq!(n.json()["title"], "Tom & Jerry's \"Song\"\u{0}\n🎵");
     }
 }

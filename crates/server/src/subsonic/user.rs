@@ -2,9 +2,10 @@
 //! Playlists are private to their owner unless made public; a public
 //! playlist is readable by everyone and changeable by its owner only.
 
-use super::browse::{album_node, artist_node, iso, song_node};
+use super::browse::{album_node, artist_node, song_node};
 use super::response::Node;
 use super::{missing, not_found, Ctx, Fail, SyncResult};
+use crate::time::iso8601;
 use crate::userdata::Playlist;
 
 fn store_fail(e: impl std::fmt::Display) -> Fail {
@@ -29,7 +30,8 @@ pub(crate) fn star(c: &mut Ctx, on: bool) -> SyncResult {
     if ids.is_empty() {
         return Err(missing("id"));
     }
-    c.music
+    c.state
+        .music
         .userdata
         .star(&c.user, &ids, on, c.now())
         .map_err(store_fail)?;
@@ -38,7 +40,7 @@ pub(crate) fn star(c: &mut Ctx, on: bool) -> SyncResult {
 
 pub(crate) fn starred2(c: &mut Ctx) -> SyncResult {
     let cat = c.cat();
-    let starred = c.music.userdata.starred(&c.user);
+    let starred = c.state.music.userdata.starred(&c.user);
     let (mut artists, mut albums, mut songs) = (Vec::new(), Vec::new(), Vec::new());
     for id in starred.keys() {
         if let Some(a) = cat.artist(id) {
@@ -75,8 +77,8 @@ fn playlist_node(c: &mut Ctx, id: u64, p: &Playlist, entries: bool) -> Node {
             "duration",
             songs.iter().map(|s| s.duration.unwrap_or(0)).sum(),
         )
-        .s("created", iso(p.created))
-        .s("changed", iso(p.changed));
+        .s("created", iso8601(p.created))
+        .s("changed", iso8601(p.changed));
     let n = match songs.first() {
         Some(s) => n.s("coverArt", s.album_id.clone()),
         None => n,
@@ -84,7 +86,7 @@ fn playlist_node(c: &mut Ctx, id: u64, p: &Playlist, entries: bool) -> Node {
     if !entries {
         return n;
     }
-    let starred = c.music.userdata.starred(&c.user);
+    let starred = c.state.music.userdata.starred(&c.user);
     n.list(
         "entry",
         songs.iter().map(|s| song_node(s, &starred)).collect(),
@@ -97,7 +99,7 @@ pub(crate) fn playlists(c: &mut Ctx) -> SyncResult {
             return Err(Fail(50, "Only your own playlists can be listed".into()));
         }
     }
-    let list = c.music.userdata.playlists(&c.user);
+    let list = c.state.music.userdata.playlists(&c.user);
     let nodes = list
         .iter()
         .map(|(id, p)| playlist_node(c, *id, p, false))
@@ -113,6 +115,7 @@ fn playlist_id(c: &Ctx, name: &str) -> Result<u64, Fail> {
 /// A playlist the user may read.
 fn readable(c: &Ctx, id: u64) -> Result<Playlist, Fail> {
     let p = c
+        .state
         .music
         .userdata
         .playlist(id)
@@ -158,7 +161,11 @@ pub(crate) fn create_playlist(c: &mut Ctx) -> SyncResult {
         if let Some(name) = c.p.nonempty("name") {
             p.name = name.to_owned();
         }
-        c.music.userdata.put_playlist(id, p).map_err(store_fail)?;
+        c.state
+            .music
+            .userdata
+            .put_playlist(id, p)
+            .map_err(store_fail)?;
         id
     } else {
         let name = c.req("name")?.to_owned();
@@ -171,7 +178,11 @@ pub(crate) fn create_playlist(c: &mut Ctx) -> SyncResult {
             created: now,
             changed: now,
         };
-        c.music.userdata.create_playlist(p).map_err(store_fail)?
+        c.state
+            .music
+            .userdata
+            .create_playlist(p)
+            .map_err(store_fail)?
     };
     let p = readable(c, id)?;
     Ok(Some(playlist_node(c, id, &p, true)))
@@ -205,32 +216,40 @@ pub(crate) fn update_playlist(c: &mut Ctx) -> SyncResult {
     }
     p.songs.extend(song_ids(c, "songIdToAdd")?);
     p.changed = c.now();
-    c.music.userdata.put_playlist(id, p).map_err(store_fail)?;
+    c.state
+        .music
+        .userdata
+        .put_playlist(id, p)
+        .map_err(store_fail)?;
     Ok(None)
 }
 
 pub(crate) fn delete_playlist(c: &mut Ctx) -> SyncResult {
     let id = playlist_id(c, "id")?;
     owned(c, id)?;
-    c.music.userdata.delete_playlist(id).map_err(store_fail)?;
+    c.state
+        .music
+        .userdata
+        .delete_playlist(id)
+        .map_err(store_fail)?;
     Ok(None)
 }
 
 pub(crate) fn now_playing(c: &mut Ctx) -> SyncResult {
     let cat = c.cat();
     let now = c.now();
-    let starred = c.music.userdata.starred(&c.user);
-    let list = c.music.now_playing(now);
+    let starred = c.state.music.userdata.starred(&c.user);
+    let list = c.state.now_playing_songs();
     let entries = list
         .into_iter()
-        .filter_map(|(user, song, since, player)| {
-            let s = cat.song_by_entry(song)?;
+        .filter_map(|p| {
+            let s = cat.song_by_entry(p.song?)?;
             Some(
                 song_node(s, &starred)
-                    .s("username", user)
-                    .i("minutesAgo", (now - since).max(0) / 60)
+                    .s("username", p.listen.user)
+                    .i("minutesAgo", (now - p.since).max(0) / 60)
                     .i("playerId", 0)
-                    .s("playerName", player),
+                    .s("playerName", p.listen.client),
             )
         })
         .collect();
@@ -242,7 +261,7 @@ pub(crate) fn get_user(c: &mut Ctx) -> SyncResult {
     if name != c.user {
         return Err(Fail(50, "Only your own user record can be read".into()));
     }
-    let folders = (1..=c.music.roots().len() as i64).collect();
+    let folders = (1..=c.state.music.roots().len() as i64).collect();
     Ok(Some(
         Node::new("user")
             .s("username", name)

@@ -4,18 +4,15 @@
 //! this UI's player), recent listens from the history, and the web
 //! player's own reports.
 
-use std::sync::Arc;
-
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use spindle_listens::{Listen, RecentQuery};
 
 use super::{csrf_ok, err, session_user, small_json, with_catalog};
-use crate::music::Music;
 use crate::state::AppState;
 
 fn listen_json(l: &Listen) -> Value {
@@ -26,12 +23,8 @@ fn listen_json(l: &Listen) -> Value {
 }
 
 /// The user's 20 latest listens and how many there are.
-pub(super) async fn recent(
-    State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
-    h: HeaderMap,
-) -> Response {
-    with_catalog(st, music, &h, |st, _, user| {
+pub(super) async fn recent(State(st): State<AppState>, h: HeaderMap) -> Response {
+    with_catalog(st, &h, |st, _, user| {
         let q = RecentQuery {
             limit: 20,
             page: 1,
@@ -45,12 +38,8 @@ pub(super) async fn recent(
 }
 
 /// The user's now playing, or `null`.
-pub(super) async fn now(
-    State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
-    h: HeaderMap,
-) -> Response {
-    let Some(user) = session_user(&st, &music, &h) else {
+pub(super) async fn now(State(st): State<AppState>, h: HeaderMap) -> Response {
+    let Some(user) = session_user(&st, &h) else {
         return err(StatusCode::UNAUTHORIZED, "not logged in");
     };
     let np = st.now_playing(&user).map(|l| listen_json(&l));
@@ -74,14 +63,13 @@ pub(super) struct Playing {
 /// is the session's.
 pub(super) async fn playing(
     State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
     h: HeaderMap,
     body: axum::body::Body,
 ) -> Response {
     if !csrf_ok(&h) {
         return err(StatusCode::FORBIDDEN, "cross-site request refused");
     }
-    let Some(user) = session_user(&st, &music, &h) else {
+    let Some(user) = session_user(&st, &h) else {
         return err(StatusCode::UNAUTHORIZED, "not logged in");
     };
     let p: Playing = match small_json(&st, body).await {
@@ -89,9 +77,9 @@ pub(super) async fn playing(
         Err(r) => return r,
     };
     let now = st.now();
-    let (st2, m2, u2) = (st.clone(), music.clone(), user.clone());
+    let (st2, u2) = (st.clone(), user.clone());
     let listen = tokio::task::spawn_blocking(move || {
-        let cat = m2.catalog(&st2.db);
+        let cat = st2.music.catalog(&st2.db);
         let s = cat.song(&p.id.to_string())?;
         let mut l = Listen::new(&u2, p.at.unwrap_or(now), &s.artist, &s.title);
         l.album = s.album.clone();
@@ -108,8 +96,7 @@ pub(super) async fn playing(
         return err(StatusCode::NOT_FOUND, "no such song");
     };
     if !p.scrobble {
-        music.set_now_playing(&user, p.id, now, &listen.client);
-        st.set_now_playing(listen);
+        st.set_now_playing_song(listen, p.id);
         return Json(json!({ "now_playing": true })).into_response();
     }
     if let Err(why) = crate::scrobble::check(&st, &listen, true) {

@@ -6,19 +6,15 @@
 //! 100). Counting uses the history's day buckets, so a chart over a large
 //! history costs milliseconds.
 
-use std::sync::Arc;
-
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use serde::Deserialize;
 use spindle_listens::{ChartKind, ChartQuery};
 
 use super::{err, with_catalog};
 use crate::catalog::{album_id, artist_id, Catalog};
-use crate::charts::{self, Ranked, Span};
-use crate::music::Music;
+use crate::chart_svg::{self, Ranked, Span};
 use crate::state::AppState;
 
 #[derive(Deserialize)]
@@ -47,7 +43,6 @@ fn svg(body: String) -> Response {
 
 pub(super) async fn chart(
     State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
     h: HeaderMap,
     Path(name): Path<String>,
     Query(q): Query<ChartQ>,
@@ -59,9 +54,9 @@ pub(super) async fn chart(
         "tracks" => Some(ChartKind::Tracks),
         _ => return err(StatusCode::NOT_FOUND, "no such chart"),
     };
-    with_catalog(st, music, &h, move |st, cat, user| {
+    with_catalog(st, &h, move |st, cat, user| {
         let now = st.now();
-        let span = match charts::period(&q.period, q.from.as_deref(), q.to.as_deref(), now) {
+        let span = match chart_svg::period(&q.period, q.from.as_deref(), q.to.as_deref(), now) {
             Ok(s) => s,
             Err(e) => return err(StatusCode::BAD_REQUEST, &e.to_string()),
         };
@@ -83,9 +78,9 @@ fn listens_svg(st: &AppState, user: &str, span: &Span, now: i64) -> String {
         .or_else(|| per_day.first().map(|d| d.0))
         .unwrap_or(now);
     let to = span.to.unwrap_or(now).max(from);
-    let (step, cols) = charts::columns(&per_day, from, to);
+    let (step, cols) = chart_svg::columns(&per_day, from, to);
     let title = format!("Listens per {}, {}", step.noun(), span.label);
-    charts::time_svg("chart-listens", &title, "listen", &cols)
+    chart_svg::time_svg("chart-listens", &title, "listen", &cols)
 }
 
 fn top_svg(
@@ -108,7 +103,7 @@ fn top_svg(
         },
     );
     let counts: Vec<u32> = chart.rows.iter().map(|r| r.playcount).collect();
-    let ranks = charts::shared_ranks(&counts, 1);
+    let ranks = chart_svg::shared_ranks(&counts, 1);
     let rows: Vec<Ranked> = chart
         .rows
         .into_iter()
@@ -146,5 +141,5 @@ fn top_svg(
         ChartKind::Tracks => ("Top tracks", "chart-tracks"),
     };
     let title = format!("{what}, {}", span.label);
-    charts::ranked_svg(id, &title, "listen", &rows)
+    chart_svg::ranked_svg(id, &title, "listen", &rows)
 }

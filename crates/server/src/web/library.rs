@@ -2,20 +2,17 @@
 //! language), albums, artists and an artist's page with its albums and
 //! the user's most played tracks of it.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
-
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use spindle_listens::{normalise, ChartKind, ChartQuery};
+use std::collections::{HashMap, HashSet};
 
 use super::{err, with_catalog};
 use crate::catalog::{Album, Catalog, Song};
-use crate::music::Music;
 use crate::query_budget::SearchError;
 use crate::state::AppState;
 
@@ -42,11 +39,10 @@ pub(super) struct SearchQ {
 
 pub(super) async fn search(
     State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
     h: HeaderMap,
     Query(q): Query<SearchQ>,
 ) -> Response {
-    with_catalog(st, music, &h, move |st, cat, _| {
+    with_catalog(st, &h, move |st, cat, _| {
         let text = q.q.trim();
         let songs: Vec<usize> = if text.is_empty() {
             (0..cat.songs.len()).collect()
@@ -96,11 +92,10 @@ pub(super) async fn search(
 
 pub(super) async fn album(
     State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
     h: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    with_catalog(st, music, &h, move |_, cat, _| match cat.album(&id) {
+    with_catalog(st, &h, move |_, cat, _| match cat.album(&id) {
         Some(a) => {
             let songs: Vec<Value> = a.songs.iter().map(|&s| song_json(&cat.songs[s])).collect();
             let mut v = album_json(a);
@@ -114,12 +109,8 @@ pub(super) async fn album(
 
 /// Every artist of the library with its albums, songs and the user's
 /// listens of it (all time).
-pub(super) async fn artists(
-    State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
-    h: HeaderMap,
-) -> Response {
-    with_catalog(st, music, &h, |st, cat, user| {
+pub(super) async fn artists(State(st): State<AppState>, h: HeaderMap) -> Response {
+    with_catalog(st, &h, |st, cat, user| {
         let top = st.listens.chart(
             user,
             ChartKind::Artists,
@@ -164,11 +155,10 @@ fn song_for<'a>(cat: &'a Catalog, albums: &[usize], title: &str) -> Option<&'a S
 /// played tracks (from the history; those in the library can be played).
 pub(super) async fn artist(
     State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
     h: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    with_catalog(st, music, &h, move |st, cat, user| {
+    with_catalog(st, &h, move |st, cat, user| {
         let Some(a) = cat.artist(&id) else {
             return err(StatusCode::NOT_FOUND, "no such artist");
         };
@@ -186,7 +176,7 @@ pub(super) async fn artist(
             .map_or(0, |r| r.playcount);
         let top = st.listens.chart(user, ChartKind::Tracks, &q(10));
         let counts: Vec<u32> = top.rows.iter().map(|r| r.playcount).collect();
-        let ranks = crate::charts::shared_ranks(&counts, 1);
+        let ranks = crate::chart_svg::shared_ranks(&counts, 1);
         let tracks: Vec<Value> = top
             .rows
             .iter()

@@ -1,8 +1,8 @@
 //! The web UI: one page at `/` (HTML, CSS and JavaScript embedded in the
 //! binary with `include_str!`, no build step) and what it calls under
-//! `/ui/`: a small JSON API ([`library`]: search, albums, artists;
-//! [`activity`]: now playing, recent listens, the player's reports) and
-//! SVG charts ([`charts`]).
+//! `/ui/`: a small JSON API (`library`: search, albums, artists;
+//! `activity`: now playing, recent listens, the player's reports) and
+//! SVG charts (`charts`).
 //!
 //! Access: a user logs in with name and password (Argon2-checked) and gets
 //! a session cookie (`HttpOnly`, `SameSite=Strict`, `Secure` when the
@@ -24,14 +24,14 @@ mod activity;
 mod charts;
 mod library;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
+use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -39,7 +39,6 @@ use crate::accounts::random_hex;
 use crate::auth_guard::ClientIp;
 use crate::catalog::Catalog;
 use crate::expiry::IdleSessions;
-use crate::music::Music;
 use crate::state::{lock, AppState};
 
 const COOKIE: &str = "spindle_session";
@@ -132,8 +131,8 @@ fn cookie(h: &HeaderMap) -> Option<String> {
 }
 
 /// The user whose session cookie `h` carries.
-pub(crate) fn session_user(st: &AppState, music: &Music, h: &HeaderMap) -> Option<String> {
-    music.sessions.user(&cookie(h)?, st.now())
+pub(crate) fn session_user(st: &AppState, h: &HeaderMap) -> Option<String> {
+    st.sessions.user(&cookie(h)?, st.now())
 }
 
 pub(crate) fn err(status: StatusCode, msg: &str) -> Response {
@@ -166,7 +165,6 @@ struct LoginForm {
 
 async fn login(
     State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
     ClientIp(ip): ClientIp,
     h: HeaderMap,
     body: Body,
@@ -186,7 +184,7 @@ async fn login(
         return crate::auth_guard::http_refusal(denied, "wrong user name or password", err);
     }
     let id = random_hex();
-    lock(&music.sessions.0).insert(id.clone(), &form.user, st.now());
+    lock(&st.sessions.0).insert(id.clone(), &form.user, st.now());
     let mut r = Json(json!({ "user": form.user })).into_response();
     if let Ok(v) = HeaderValue::from_str(&session_cookie(&st, &id, SESSION_TTL)) {
         r.headers_mut().insert(header::SET_COOKIE, v);
@@ -210,16 +208,12 @@ fn session_cookie(st: &AppState, id: &str, max_age: i64) -> String {
     )
 }
 
-async fn logout(
-    State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
-    h: HeaderMap,
-) -> Response {
+async fn logout(State(st): State<AppState>, h: HeaderMap) -> Response {
     if !csrf_ok(&h) {
         return err(StatusCode::FORBIDDEN, "cross-site request refused");
     }
     if let Some(id) = cookie(&h) {
-        lock(&music.sessions.0).remove(&id);
+        lock(&st.sessions.0).remove(&id);
     }
     let mut r = Json(json!({})).into_response();
     if let Ok(v) = HeaderValue::from_str(&session_cookie(&st, "", 0)) {
@@ -230,17 +224,13 @@ async fn logout(
 
 /// `{"user": …, "public": bool}`: whether the user's listening history is
 /// public.
-fn privacy_json(music: &Music, user: &str) -> Response {
-    Json(json!({ "user": user, "public": music.listens_public(user) })).into_response()
+fn privacy_json(st: &AppState, user: &str) -> Response {
+    Json(json!({ "user": user, "public": st.music.listens_public(user) })).into_response()
 }
 
-async fn privacy(
-    State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
-    h: HeaderMap,
-) -> Response {
-    match session_user(&st, &music, &h) {
-        Some(u) => privacy_json(&music, &u),
+async fn privacy(State(st): State<AppState>, h: HeaderMap) -> Response {
+    match session_user(&st, &h) {
+        Some(u) => privacy_json(&st, &u),
         None => err(StatusCode::UNAUTHORIZED, "not logged in"),
     }
 }
@@ -252,25 +242,20 @@ struct PrivacyForm {
 
 /// Makes the user's listening history public (`{"public": true}`) or
 /// private again. CSRF-checked; the user is the session's.
-async fn set_privacy(
-    State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
-    h: HeaderMap,
-    body: Body,
-) -> Response {
+async fn set_privacy(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
     if !csrf_ok(&h) {
         return err(StatusCode::FORBIDDEN, "cross-site request refused");
     }
-    let Some(user) = session_user(&st, &music, &h) else {
+    let Some(user) = session_user(&st, &h) else {
         return err(StatusCode::UNAUTHORIZED, "not logged in");
     };
     let form: PrivacyForm = match small_json(&st, body).await {
         Ok(f) => f,
         Err(r) => return r,
     };
-    let (m, u) = (music.clone(), user.clone());
+    let (m, u) = (st.music.clone(), user.clone());
     match tokio::task::spawn_blocking(move || m.set_listens_public(&u, form.public)).await {
-        Ok(Ok(())) => privacy_json(&music, &user),
+        Ok(Ok(())) => privacy_json(&st, &user),
         Ok(Err(e)) => err(
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!("could not save the setting: {e}"),
@@ -279,12 +264,8 @@ async fn set_privacy(
     }
 }
 
-async fn me(
-    State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
-    h: HeaderMap,
-) -> Response {
-    match session_user(&st, &music, &h) {
+async fn me(State(st): State<AppState>, h: HeaderMap) -> Response {
+    match session_user(&st, &h) {
         Some(u) => Json(json!({ "user": u })).into_response(),
         None => err(StatusCode::UNAUTHORIZED, "not logged in"),
     }
@@ -310,15 +291,14 @@ pub(crate) async fn small_json<T: serde::de::DeserializeOwned>(
 /// Runs `f` over the catalog on a blocking thread, for a logged-in user.
 async fn with_catalog(
     st: AppState,
-    music: Arc<Music>,
     h: &HeaderMap,
     f: impl FnOnce(&AppState, &Catalog, &str) -> Response + Send + 'static,
 ) -> Response {
-    let Some(user) = session_user(&st, &music, h) else {
+    let Some(user) = session_user(&st, h) else {
         return err(StatusCode::UNAUTHORIZED, "not logged in");
     };
     tokio::task::spawn_blocking(move || {
-        let cat = music.catalog(&st.db);
+        let cat = st.music.catalog(&st.db);
         f(&st, &cat, &user)
     })
     .await
@@ -327,24 +307,24 @@ async fn with_catalog(
 
 async fn stream(
     State(st): State<AppState>,
-    Extension(music): Extension<Arc<Music>>,
     method: Method,
     h: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if session_user(&st, &music, &h).is_none() {
+    if session_user(&st, &h).is_none() {
         return err(StatusCode::UNAUTHORIZED, "not logged in");
     }
-    let m = music.clone();
+    let st2 = st.clone();
     let found = tokio::task::spawn_blocking(move || {
-        let cat = m.catalog(&st.db);
+        let m = &st2.music;
+        let cat = m.catalog(&st2.db);
         let s = cat.song(&id)?;
         // Through the tiers, the music folder is one copy among several.
         let path = match m.tiers() {
             Some(_) => None,
             None => Some(m.stream_of(s).ok()?),
         };
-        Some((path, s.content_type.clone(), Music::track_of(s)))
+        Some((path, s.content_type.clone(), crate::Music::track_of(s)))
     })
     .await
     .ok()
@@ -353,13 +333,15 @@ async fn stream(
         return err(StatusCode::NOT_FOUND, "no such song");
     };
     let head = method == Method::HEAD;
-    let (r, sent) = match (path, music.tiers()) {
+    let (r, sent) = match (path, st.tiers()) {
         (_, Some(tiers)) => crate::tiered::serve_track(tiers, &track, &ct, &h, head).await,
-        (Some(opened), None) => crate::stream::serve_opened(opened, &ct, &h, head).await,
+        (Some(opened), None) => {
+            crate::stream::serve_opened(&st.reader, opened, &ct, &h, head).await
+        }
         (None, None) => return err(StatusCode::NOT_FOUND, "no such song"),
     };
     if sent.status < 300 {
-        music.metrics.stream(sent.bytes);
+        st.metrics.stream(sent.bytes);
     }
     r
 }

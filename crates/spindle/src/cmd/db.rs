@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Subcommand;
-use spindle_query::{SourcePref, Value};
+use spindle_query::Value;
 use spindle_store::{Db, Op};
 
 use super::UsageError;
@@ -283,19 +283,16 @@ pub fn run(cmd: &DbCommand, dir: &Path) -> anyhow::Result<ExitCode> {
             let json: serde_json::Value = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not valid JSON", file.display()))?;
             let db = open_write(dir)?;
-            let ops = import_json_ops(&json, &db)?;
-            let n = ops
-                .iter()
-                .filter(|o| matches!(o, Op::AddProp { .. }))
-                .count();
-            let entries = json.as_array().map_or(0, Vec::len);
-            db.commit(ops)?;
-            println!("imported {entries} entries ({n} properties)");
+            let import = spindle_store::json::import_ops(&json, &db.read())?;
+            db.commit(import.ops)?;
+            println!(
+                "imported {} entries ({} properties)",
+                import.entries, import.properties
+            );
         }
         DbCommand::ExportJson { output } => {
             let db = open_read(dir)?;
-            let lib = db.read();
-            let arr = export_json(&lib);
+            let arr = spindle_store::json::export(&db.read());
             let text = serde_json::to_string_pretty(&arr)?;
             match output {
                 Some(p) => std::fs::write(p, text + "\n")
@@ -375,109 +372,4 @@ fn read_input(file: &Path) -> anyhow::Result<String> {
     } else {
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))
     }
-}
-
-/// `"KEY"` → source `server`; `"SOURCE/KEY"` splits at the last `/`.
-fn split_key(k: &str) -> (&str, &str) {
-    match k.rsplit_once('/') {
-        Some((src, key)) => (src, key),
-        None => ("server", k),
-    }
-}
-
-fn json_values(v: &serde_json::Value, out: &mut Vec<Value>) -> Result<(), String> {
-    match v {
-        serde_json::Value::String(s) => out.push(Value::Str(s.clone())),
-        serde_json::Value::Number(n) => match n.as_i64() {
-            Some(i) => out.push(Value::Int(i)),
-            None => return Err(format!("{n} is not an integer")),
-        },
-        serde_json::Value::Array(a) => {
-            for x in a {
-                if x.is_array() {
-                    return Err("nested arrays are not values".into());
-                }
-                json_values(x, out)?;
-            }
-        }
-        serde_json::Value::Bool(b) => out.push(Value::Int(i64::from(*b))),
-        serde_json::Value::Null => {}
-        serde_json::Value::Object(_) => return Err("an object is not a value".into()),
-    }
-    Ok(())
-}
-
-fn import_json_ops(json: &serde_json::Value, db: &Db) -> anyhow::Result<Vec<Op>> {
-    let Some(arr) = json.as_array() else {
-        bail!("expected a JSON array of entry objects");
-    };
-    let lib = db.read();
-    let mut ops = Vec::new();
-    let mut created = std::collections::HashSet::new();
-    for (i, item) in arr.iter().enumerate() {
-        let Some(obj) = item.as_object() else {
-            bail!("element {i} is not an object");
-        };
-        let id = match obj.get("id") {
-            Some(v) => v
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .filter(|n| *n > 0)
-                .with_context(|| format!("element {i}: \"id\" must be a positive integer"))?,
-            None => u32::try_from(i + 1)?,
-        };
-        if !lib.contains(id) && created.insert(id) {
-            ops.push(Op::CreateEntry(id));
-        }
-        for (k, v) in obj {
-            if k == "id" {
-                continue;
-            }
-            let (source, key) = split_key(k);
-            if key.is_empty() || source.is_empty() {
-                bail!("element {i}: bad key {k:?}");
-            }
-            let mut values = Vec::new();
-            json_values(v, &mut values)
-                .map_err(|e| anyhow::anyhow!("element {i}, key {k:?}: {e}"))?;
-            for value in values {
-                ops.push(Op::AddProp {
-                    entry: id,
-                    key: key.to_owned(),
-                    source: source.to_owned(),
-                    value,
-                });
-            }
-        }
-    }
-    Ok(ops)
-}
-
-fn export_json(lib: &spindle_store::Library) -> serde_json::Value {
-    let _ = SourcePref::default();
-    let mut arr = Vec::with_capacity(lib.len());
-    for id in lib.ids() {
-        let mut m = serde_json::Map::new();
-        m.insert("id".into(), id.into());
-        for (k, v, s) in lib.properties(id) {
-            let name = if s == "server" {
-                k.to_owned()
-            } else {
-                format!("{s}/{k}")
-            };
-            let v = v.to_json();
-            match m.get_mut(&name) {
-                Some(serde_json::Value::Array(a)) => a.push(v),
-                Some(old) => {
-                    let prev = old.take();
-                    *old = serde_json::Value::Array(vec![prev, v]);
-                }
-                None => {
-                    m.insert(name, v);
-                }
-            }
-        }
-        arr.push(serde_json::Value::Object(m));
-    }
-    serde_json::Value::Array(arr)
 }

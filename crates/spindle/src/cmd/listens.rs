@@ -21,7 +21,7 @@ pub enum ListensCommand {
 pub fn run(cmd: &ListensCommand, data_dir: &Path) -> anyhow::Result<()> {
     match cmd {
         ListensCommand::Import { file, user } => {
-            let acc = super::serve::open_accounts(data_dir)?;
+            let acc = super::open_accounts(data_dir)?;
             anyhow::ensure!(
                 acc.user_exists(user),
                 "no user named '{user}' (spindle user add {user})"

@@ -15,11 +15,14 @@ pub mod serve;
 pub mod tiers;
 pub mod tiers_bench;
 pub mod tiers_ops;
-pub mod tiers_serve;
 pub mod user;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::Context;
+use spindle_server::Accounts;
+use spindle_tiers::TiersConfig;
 
 use crate::cli::{Cli, Command};
 
@@ -43,14 +46,36 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     }
 }
 
-/// `$XDG_DATA_HOME/spindle`, else `~/.local/share/spindle`.
+/// `$XDG_DATA_HOME/spindle`, else `~/.local/share/spindle` (the XDG lookup
+/// is the `directories` crate's), else `.spindle` without a home.
 pub fn default_data_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("spindle");
-    }
-    match std::env::var_os("HOME") {
-        Some(h) => PathBuf::from(h).join(".local/share/spindle"),
-        None => PathBuf::from(".spindle"),
+    directories::ProjectDirs::from("", "", "spindle")
+        .map_or_else(|| PathBuf::from(".spindle"), |d| d.data_dir().to_path_buf())
+}
+
+/// Opens the accounts store of a data dir.
+pub fn open_accounts(data_dir: &Path) -> anyhow::Result<Accounts> {
+    let dir = data_dir.join("accounts");
+    Accounts::open(&dir).with_context(|| format!("opening the accounts in {}", dir.display()))
+}
+
+/// Seconds since the UNIX epoch.
+pub fn now() -> i64 {
+    spindle_server::SystemClock.now_secs()
+}
+
+/// The `[tiers]` section of the server config at `path`, else of
+/// `$SPINDLE_SERVER_CONFIG`, else of the default path if that file
+/// exists (docs/tiers.md).
+pub fn tiers_config(path: Option<&Path>) -> anyhow::Result<Option<TiersConfig>> {
+    let from_env = || std::env::var_os("SPINDLE_SERVER_CONFIG").filter(|p| !p.is_empty());
+    let path = path
+        .map(Path::to_owned)
+        .or_else(|| from_env().map(PathBuf::from))
+        .or_else(|| spindle_tiers::config::default_config_path().filter(|p| p.is_file()));
+    match path {
+        Some(path) => Ok(TiersConfig::load(&path)?),
+        None => Ok(None),
     }
 }
 

@@ -284,7 +284,7 @@ fn pin(
 }
 
 fn upload(data_dir: &Path, music: &[PathBuf], config: Option<&Path>) -> anyhow::Result<()> {
-    let cfg = super::tiers_serve::load_config(config)?
+    let cfg = super::tiers_config(config)?
         .context("no [tiers] section in the server config: nothing to upload to")?;
     let mut roots = Vec::new();
     for m in music {
@@ -299,14 +299,14 @@ fn upload(data_dir: &Path, music: &[PathBuf], config: Option<&Path>) -> anyhow::
         rows.iter()
             .filter_map(|r| {
                 let t =
-                    super::tiers_serve::track_of_url(r.first().and_then(Option::as_ref), &roots)?;
+                    spindle_server::hot::track_of_url(r.first().and_then(Option::as_ref), &roots)?;
                 let path = roots[t.folder?].join(&t.key);
                 Some((t, path))
             })
             .collect()
     };
     drop(db);
-    let p = super::tiers_serve::policy(&cfg);
+    let p = spindle_server::hot::policy(&cfg);
     let tiers = Arc::new(Tiers::new(cfg, &roots, data_dir, p)?);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
 use spindle_server::userdata::{UserData, USERDATA_DIR};
 
-use super::serve::{now, open_accounts};
+use super::{now, open_accounts};
 
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// `HashMap<u64, V>` with [`IdHasher`].
+/// `HashMap<u64, V>` with `IdHasher`.
 pub type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
 /// Fibonacci hashing with the high half folded into the low half, so both

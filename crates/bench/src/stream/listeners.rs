@@ -10,8 +10,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+use crate::error::{BenchError, Context};
+use crate::proc::rss_kib;
 
 /// Bytes a second of a 320 kbit/s stream.
 pub const RATE: u64 = 40_000;
@@ -68,18 +70,6 @@ struct Counters {
     worst_wait_ms: AtomicU64,
 }
 
-/// Summed RSS of `pids` in KiB (`VmRSS` of `/proc/PID/status`).
-pub fn rss_kib(pids: &[u32]) -> u64 {
-    pids.iter()
-        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/status")).ok())
-        .filter_map(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .sum()
-}
-
 /// Runs `listeners` paced clients against `127.0.0.1:port`, each taking
 /// the paths in turn from `paths` (offset by its number), for `secs`;
 /// `pids` gives the server's processes to sample. `cpus`: the CPUs the
@@ -91,7 +81,7 @@ pub fn run(
     secs: u64,
     pids: &dyn Fn() -> Vec<u32>,
     cpus: &[usize],
-) -> anyhow::Result<Outcome> {
+) -> Result<Outcome, BenchError> {
     let threads = cpus.len().clamp(1, 4);
     let pin = cpus.to_vec();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -103,7 +93,7 @@ pub fn run(
             }
         })
         .build()
-        .context("starting the listeners' runtime")?;
+        .at("starting the listeners' runtime")?;
     let rss_idle_kib = rss_kib(&pids());
     let counters = Arc::new(Counters::default());
     let paths: Arc<Vec<String>> = Arc::new(paths.to_vec());
@@ -165,7 +155,9 @@ async fn listener(
     n: usize,
     listen: Duration,
     c: &Counters,
-) -> anyhow::Result<()> {
+) -> std::io::Result<()> {
+    // Any failure only counts: the listener is one of the failures.
+    let fail = |what: String| std::io::Error::other(what);
     let sock = tokio::net::TcpSocket::new_v4()?;
     sock.set_recv_buffer_size(RCVBUF)?;
     let stream = sock
@@ -187,7 +179,9 @@ async fn listener(
         let mut line = String::new();
         loop {
             line.clear();
-            anyhow::ensure!(rd.read_line(&mut line).await? > 0, "connection closed");
+            if rd.read_line(&mut line).await? == 0 {
+                return Err(fail("connection closed".into()));
+            }
             let l = line.trim_end();
             if l.is_empty() {
                 break;
@@ -204,8 +198,10 @@ async fn listener(
                 }
             }
         }
-        anyhow::ensure!(status == 200, "status {status} for {path}");
-        let len = len.context("no Content-Length")?;
+        if status != 200 {
+            return Err(fail(format!("status {status} for {path}")));
+        }
+        let len = len.ok_or_else(|| fail("no Content-Length".into()))?;
         if first.is_none() {
             first = Some(Instant::now());
             c.connected.fetch_add(1, Ordering::Relaxed);
@@ -232,7 +228,9 @@ async fn listener(
             let since = *hungry_since.get_or_insert_with(Instant::now);
             let want = ((wanted - got).min(len - got) as usize).min(buf.len());
             let k = rd.read(&mut buf[..want]).await?;
-            anyhow::ensure!(k > 0, "connection closed mid-track");
+            if k == 0 {
+                return Err(fail("connection closed mid-track".into()));
+            }
             let waited = since.elapsed();
             if waited > STALL {
                 c.stalls.fetch_add(1, Ordering::Relaxed);

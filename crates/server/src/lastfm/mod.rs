@@ -1,5 +1,9 @@
-//! The Last.fm 2.0 API at `/2.0/` (GET and POST, query and form merged),
-//! answering XML by default and JSON for `format=json`.
+//! The Last.fm side: the 2.0 API at `/2.0/` (GET and POST, query and
+//! form merged; this file), answering XML by default and JSON for
+//! `format=json` ([`response`]); the desktop-auth approval page at
+//! `/api/auth/` ([`auth_page`]); and the older Audioscrobbler 1.2
+//! protocol at `/?hs=true` ([`as12`]). Requests are signed with
+//! `api_sig` ([`crate::params::Params::signature_ok`]).
 //!
 //! A session key works only with the API key it was issued under. The
 //! `user.*` read methods (getInfo, getRecentTracks, getTopArtists,
@@ -10,7 +14,6 @@
 //! that does not exist.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
@@ -22,22 +25,29 @@ use spindle_listens::{ChartKind, Listen, RecentQuery};
 
 use crate::accounts::random_hex;
 use crate::auth_guard::Denied;
-use crate::lfm_response::{error_body, ok_body, Node};
 use crate::music::{history_readable, Music};
 use crate::params::Params;
 use crate::scrobble::{self, Ignored};
 use crate::state::{lock, AppState, PendingToken};
 use crate::time::lastfm_date;
+use response::{error_body, ok_body, Node};
+
+pub mod as12;
+pub mod auth_page;
+pub mod response;
 
 /// Most scrobbles in one `track.scrobble` call.
 pub const MAX_BATCH: usize = 50;
 /// How long an `auth.getToken` token can be approved and exchanged.
 pub const TOKEN_TTL: i64 = 3600;
 
+/// The 2.0 API, the desktop-auth page and Audioscrobbler 1.2.
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/2.0/", any(handle))
         .route("/2.0", any(handle))
+        .merge(auth_page::router())
+        .merge(as12::router())
 }
 
 /// A Last.fm error: code and message.
@@ -88,7 +98,7 @@ async fn handle(State(st): State<AppState>, req: Request) -> Response {
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     let query = req.uri().query().map(str::to_owned);
-    let music = req.extensions().get::<Arc<Music>>().cloned();
+    let music = Some(st.music.clone());
     let is_json_q = query
         .as_deref()
         .is_some_and(|q| Params::parse(Some(q), b"").get("format") == Some("json"));

@@ -26,8 +26,10 @@
 //! A music folder may itself be a symlink: it is made canonical once, when
 //! the [`MusicRoot`] is made.
 //!
-//! It lives in this crate because the music folder is this crate's idea
-//! (the scanner walks it) and both the scanner and the server need it.
+//! It lives in this crate, the lowest one, because the scanner
+//! (`spindle-media`, which re-exports it), the server and the storage
+//! tiers' folder devices (`spindle-tiers`) all open files under a folder
+//! and must do it the same way.
 
 use std::fs::{File, Metadata};
 use std::io::Read;

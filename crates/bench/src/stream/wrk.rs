@@ -4,9 +4,9 @@
 //! its summary as one machine-readable line.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use anyhow::{bail, Context};
+use crate::error::{BenchError, Context};
+use crate::proc;
 
 /// Bytes per range request.
 pub const RANGE: u64 = 64 * 1024;
@@ -54,7 +54,7 @@ end
 "#;
 
 /// The wrk executable: `--wrk`, else `wrk` on PATH.
-pub fn find(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub fn find(given: Option<&Path>) -> Result<PathBuf, BenchError> {
     if let Some(p) = given {
         return Ok(p.to_owned());
     }
@@ -62,7 +62,12 @@ pub fn find(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     std::env::split_paths(&path)
         .map(|d| d.join("wrk"))
         .find(|p| p.is_file())
-        .context("wrk not found: install Debian's wrk (apt-get install wrk) or pass --wrk PATH")
+        .ok_or_else(|| {
+            BenchError::Missing(
+                "wrk not found: install Debian's wrk (apt-get install wrk) or pass --wrk PATH"
+                    .into(),
+            )
+        })
 }
 
 /// Writes the URL list (`PATH SIZE` per line) and a script for `mode`
@@ -72,7 +77,7 @@ pub fn write_script(
     name: &str,
     mode: &str,
     urls: &[(String, u64)],
-) -> anyhow::Result<PathBuf> {
+) -> Result<PathBuf, BenchError> {
     let list = dir.join(format!("{name}.urls"));
     let mut text = String::new();
     for (p, s) in urls {
@@ -121,24 +126,24 @@ impl Outcome {
     }
 }
 
-fn field(line: &str, name: &str) -> anyhow::Result<u64> {
+fn field(line: &str, name: &str) -> Result<u64, BenchError> {
     line.split_whitespace()
         .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
-        .with_context(|| format!("no {name} in wrk's summary: {line}"))?
+        .ok_or_else(|| BenchError::Peer(format!("no {name} in wrk's summary: {line}")))?
         .parse()
-        .with_context(|| format!("bad {name} in wrk's summary: {line}"))
+        .map_err(|_| BenchError::Peer(format!("bad {name} in wrk's summary: {line}")))
 }
 
 /// Parses the summary line the script prints.
-pub fn parse(stdout: &str) -> anyhow::Result<Outcome> {
+pub fn parse(stdout: &str) -> Result<Outcome, BenchError> {
     let line = stdout
         .lines()
         .find(|l| l.starts_with("SPINDLE-WRK "))
-        .with_context(|| format!("wrk printed no summary:\n{stdout}"))?;
+        .ok_or_else(|| BenchError::Peer(format!("wrk printed no summary:\n{stdout}")))?;
     let errors = ["connect", "read", "write", "status", "timeout"]
         .iter()
         .map(|n| field(line, n))
-        .sum::<anyhow::Result<u64>>()?;
+        .sum::<Result<u64, BenchError>>()?;
     Ok(Outcome {
         requests: field(line, "requests")?,
         bytes: field(line, "bytes")?,
@@ -160,16 +165,8 @@ pub fn run(
     script: &Path,
     connections: usize,
     secs: u64,
-) -> anyhow::Result<Outcome> {
-    let mut cmd = match prefix.split_first() {
-        Some((p, rest)) => {
-            let mut c = Command::new(p);
-            c.args(rest).arg(exe);
-            c
-        }
-        None => Command::new(exe),
-    };
-    let out = cmd
+) -> Result<Outcome, BenchError> {
+    let out = proc::command(prefix, exe)
         .arg(format!("-t{}", threads.min(connections).max(1)))
         .arg(format!("-c{connections}"))
         .arg(format!("-d{secs}s"))
@@ -179,15 +176,15 @@ pub fn run(
         .arg(script)
         .arg(format!("http://127.0.0.1:{port}/"))
         .output()
-        .with_context(|| format!("running {}", exe.display()))?;
+        .at_with(|| format!("running {}", exe.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        bail!(
+        return Err(BenchError::Peer(format!(
             "wrk failed ({}): {}{}",
             out.status,
             stdout,
             String::from_utf8_lossy(&out.stderr)
-        );
+        )));
     }
     parse(&stdout)
 }

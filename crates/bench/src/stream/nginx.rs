@@ -4,12 +4,13 @@
 //! worker_processes auto, no access log, long keep-alive).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
-use anyhow::{bail, Context};
+use crate::error::{BenchError, Context};
+use crate::proc;
 
 /// The nginx executable: `--nginx`, else `nginx` on PATH or in /usr/sbin.
-pub fn find(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub fn find(given: Option<&Path>) -> Result<PathBuf, BenchError> {
     if let Some(p) = given {
         return Ok(p.to_owned());
     }
@@ -18,7 +19,7 @@ pub fn find(given: Option<&Path>) -> anyhow::Result<PathBuf> {
         .chain([PathBuf::from("/usr/sbin")])
         .map(|d| d.join("nginx"))
         .find(|p| p.is_file())
-        .context("nginx not found: install Debian's nginx (apt-get install nginx), pass --nginx PATH, or skip it with --no-nginx")
+        .ok_or_else(|| BenchError::Missing("nginx not found: install Debian's nginx (apt-get install nginx), pass --nginx PATH, or skip it with --no-nginx".into()))
 }
 
 /// The config: one server block, `root` at the corpus.
@@ -91,21 +92,13 @@ impl Nginx {
         work: &Path,
         corpus: &Path,
         prefix: &[String],
-    ) -> anyhow::Result<Nginx> {
+    ) -> Result<Nginx, BenchError> {
         std::fs::create_dir_all(work)?;
-        let port = super::free_port()?;
-        let as_root = super::euid_is_root();
+        let port = proc::free_port()?;
+        let as_root = proc::euid_is_root();
         let conf = work.join("nginx.conf");
         std::fs::write(&conf, config(work, corpus, port, as_root))?;
-        let mut cmd = match prefix.split_first() {
-            Some((p, rest)) => {
-                let mut c = Command::new(p);
-                c.args(rest).arg(exe);
-                c
-            }
-            None => Command::new(exe),
-        };
-        let child = cmd
+        let child = proc::command(prefix, exe)
             .arg("-p")
             .arg(work)
             .arg("-e")
@@ -115,16 +108,20 @@ impl Nginx {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .spawn()
-            .with_context(|| format!("starting {}", exe.display()))?;
+            .at_with(|| format!("starting {}", exe.display()))?;
         let mut n = Nginx { child, port };
         let t0 = std::time::Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if let Some(status) = n.child.try_wait()? {
                 let log = std::fs::read_to_string(work.join("error.log")).unwrap_or_default();
-                bail!("nginx exited ({status}) before listening:\n{log}");
+                return Err(BenchError::Peer(format!(
+                    "nginx exited ({status}) before listening:\n{log}"
+                )));
             }
             if t0.elapsed().as_secs() > 10 {
-                bail!("nginx did not listen on port {port} within 10 s");
+                return Err(BenchError::Peer(format!(
+                    "nginx did not listen on port {port} within 10 s"
+                )));
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
@@ -134,7 +131,7 @@ impl Nginx {
     /// The master and its workers.
     pub fn pids(&self) -> Vec<u32> {
         let mut v = vec![self.child.id()];
-        v.extend(super::children_of(self.child.id()));
+        v.extend(proc::children_of(self.child.id()));
         v
     }
 }
@@ -142,10 +139,6 @@ impl Nginx {
 impl Drop for Nginx {
     fn drop(&mut self) {
         // SIGTERM to the master is nginx's fast shutdown; the workers go too.
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let _ = self.child.wait();
+        proc::terminate(&mut self.child);
     }
 }

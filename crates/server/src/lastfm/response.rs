@@ -6,6 +6,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::xml::escape_into;
+
 /// One XML element.
 #[derive(Debug, Clone, Default)]
 pub struct Node {
@@ -50,7 +52,7 @@ impl Node {
             out.push(' ');
             out.push_str(k);
             out.push_str("=\"");
-            escape(&scalar(v), out);
+            escape_into(&scalar(v), out);
             out.push('"');
         }
         if self.children.is_empty() && self.text.as_deref().unwrap_or("").is_empty() {
@@ -59,7 +61,7 @@ impl Node {
         }
         out.push('>');
         if let Some(t) = &self.text {
-            escape(t, out);
+            escape_into(t, out);
         }
         for c in &self.children {
             c.xml(out);
@@ -115,20 +117,6 @@ fn scalar(v: &Value) -> String {
     }
 }
 
-fn escape(s: &str, out: &mut String) {
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => {}
-            c => out.push(c),
-        }
-    }
-}
-
 /// The response body of a successful call in the requested format.
 pub fn ok_body(node: Option<&Node>, json: bool) -> String {
     if json {
@@ -154,7 +142,7 @@ pub fn error_body(code: u32, message: &str, json: bool) -> String {
     let mut out = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<lfm status=\"failed\"><error code=\"{code}\">"
     );
-    escape(message, &mut out);
+    escape_into(message, &mut out);
     out.push_str("</error></lfm>");
     out
 }
@@ -193,5 +181,25 @@ mod tests {
         let x = ok_body(Some(&n), false);
         assert!(x.ends_with("<lfm status=\"ok\"><name q=\"&quot;\">A &amp; &lt;B&gt;</name></lfm>"));
         assert!(error_body(13, "bad", false).contains("<error code=\"13\">bad</error>"));
+    }
+
+    #[test]
+    fn xml_text_and_attributes_follow_the_one_escaping_rule() {
+        let n = Node::text("name", "A\u{1}B\t🎵 'q'").attr("q", "x\"&\0");
+        let x = ok_body(Some(&n), false);
+        assert!(
+            x.ends_with(
+                "<name q=\"x&quot;&amp;\u{fffd}\">A\u{fffd}B&#9;🎵 &#39;q&#39;</name></lfm>"
+            ),
+            "{x}"
+        );
+        let e = error_body(6, "bad\u{1b}<x>", false);
+        assert!(
+            e.contains("<error code=\"6\">bad\u{fffd}&lt;x&gt;</error>"),
+            "{e}"
+        );
+        // JSON carries the text as it is.
+        let j: Value = serde_json::from_str(&ok_body(Some(&n), true)).unwrap();
+        assert_eq!(j["name"]["#text"], "A\u{1}B\t🎵 'q'");
     }
 }

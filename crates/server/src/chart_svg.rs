@@ -11,12 +11,11 @@
 
 use std::fmt::Write;
 
-use crate::time::civil;
+use jiff::civil::Date;
 
-const DAY: i64 = 86_400;
-const MONTHS: [&str; 12] = [
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-];
+use crate::time::{date_of_day, day_of_date, DAY};
+use crate::xml::escape;
+
 const BAR: &str = "#3b6ea5";
 const INK: &str = "#222";
 const FAINT: &str = "#666";
@@ -100,31 +99,19 @@ pub fn parse_date(s: &str) -> Result<i64, PeriodError> {
     let y: i64 = y.parse().map_err(|_| bad())?;
     let m: u32 = m.parse().map_err(|_| bad())?;
     let d: u32 = d.parse().map_err(|_| bad())?;
-    if !(1..=9999).contains(&y) || !(1..=12).contains(&m) || d == 0 {
+    if !(1..=9999).contains(&y) {
         return Err(bad());
     }
-    let days = days_from_civil(y, m, d);
-    // 31 Feb and the like come back as another date.
-    if civil(days) != (y, m, d) {
-        return Err(bad());
-    }
-    Ok(days)
-}
-
-/// Howard Hinnant's days_from_civil, the inverse of [`civil`].
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    // 31 Feb and the like are refused.
+    let date = match (i16::try_from(y), i8::try_from(m), i8::try_from(d)) {
+        (Ok(y), Ok(m), Ok(d)) => Date::new(y, m, d).map_err(|_| bad())?,
+        _ => return Err(bad()),
+    };
+    Ok(day_of_date(date))
 }
 
 fn date(day: i64) -> String {
-    let (y, m, d) = civil(day);
-    format!("{y:04}-{m:02}-{d:02}")
+    date_of_day(day).to_string()
 }
 
 /// One column of a time chart.
@@ -170,8 +157,8 @@ pub fn columns(per_day: &[(i64, u32)], from: i64, to: i64) -> (Step, Vec<Column>
         Step::Month
     };
     let month_of = |day: i64| {
-        let (y, m, _) = civil(day);
-        y * 12 + i64::from(m) - 1
+        let d = date_of_day(day);
+        i64::from(d.year()) * 12 + i64::from(d.month()) - 1
     };
     let index = |day: i64| -> i64 {
         match step {
@@ -185,21 +172,21 @@ pub fn columns(per_day: &[(i64, u32)], from: i64, to: i64) -> (Step, Vec<Column>
         .map(|i| {
             let i = i as i64;
             let (label, long) = match step {
-                Step::Day => {
-                    let (_, m, d) = civil(first + i);
-                    (format!("{} {d}", MONTHS[m as usize - 1]), date(first + i))
-                }
-                Step::Week => {
-                    let (_, m, d) = civil(first + 7 * i);
-                    (
-                        format!("{} {d}", MONTHS[m as usize - 1]),
-                        format!("week of {}", date(first + 7 * i)),
-                    )
-                }
+                Step::Day => (
+                    date_of_day(first + i).strftime("%b %-d").to_string(),
+                    date(first + i),
+                ),
+                Step::Week => (
+                    date_of_day(first + 7 * i).strftime("%b %-d").to_string(),
+                    format!("week of {}", date(first + 7 * i)),
+                ),
                 Step::Month => {
-                    let mi = month_of(first) + i;
-                    let (y, m) = (mi.div_euclid(12), mi.rem_euclid(12) as usize);
-                    (format!("{} {y}", MONTHS[m]), format!("{} {y}", MONTHS[m]))
+                    let month = jiff::Span::new()
+                        .try_months(i)
+                        .and_then(|m| date_of_day(first).first_of_month().checked_add(m))
+                        .unwrap_or(Date::MAX);
+                    let label = month.strftime("%b %-Y").to_string();
+                    (label.clone(), label)
                 }
             };
             Column {
@@ -219,24 +206,6 @@ pub fn columns(per_day: &[(i64, u32)], from: i64, to: i64) -> (Step, Vec<Column>
         }
     }
     (step, cols)
-}
-
-/// Text safe inside SVG/XML, attributes included.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            // Not allowed in XML 1.0.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => o.push(' '),
-            c => o.push(c),
-        }
-    }
-    o
 }
 
 /// `n` and the noun, plural unless `n` is 1: "1 listen", "3 listens".
@@ -277,8 +246,8 @@ fn open_svg(s: &mut String, id: &str, w: u32, h: u32, title: &str, desc: &str) {
     let _ = write!(
         s,
         r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-labelledby="{id}-title {id}-desc" class="chart" font-family="{FONT}" font-size="12"><title id="{id}-title">{}</title><desc id="{id}-desc">{}</desc><rect width="{w}" height="{h}" fill="#fff"/>"##,
-        esc(title),
-        esc(desc)
+        escape(title),
+        escape(desc)
     );
 }
 
@@ -308,7 +277,7 @@ pub fn time_svg(id: &str, title: &str, noun: &str, cols: &[Column]) -> String {
     let _ = write!(
         s,
         r#"<text x="{left}" y="18" font-size="14" font-weight="bold" fill="{INK}">{}</text>"#,
-        esc(title)
+        escape(title)
     );
     let plot_w = f64::from(w) - left - right;
     let plot_h = f64::from(h) - top - bottom;
@@ -333,7 +302,7 @@ pub fn time_svg(id: &str, title: &str, noun: &str, cols: &[Column]) -> String {
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="{FAINT}">No {}s in this period</text>"#,
             left + plot_w / 2.0,
             top + plot_h / 2.0,
-            esc(noun)
+            escape(noun)
         );
     }
     let n = cols.len().max(1) as f64;
@@ -351,8 +320,8 @@ pub fn time_svg(id: &str, title: &str, noun: &str, cols: &[Column]) -> String {
                 x + gap / 2.0,
                 base - bh,
                 (slot - gap).max(0.5),
-                esc(&c.long),
-                esc(&count(c.value, noun))
+                escape(&c.long),
+                escape(&count(c.value, noun))
             );
         }
         if i % every == 0 {
@@ -361,7 +330,7 @@ pub fn time_svg(id: &str, title: &str, noun: &str, cols: &[Column]) -> String {
                 r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="{FAINT}">{}</text>"#,
                 x + slot / 2.0,
                 base + 16.0,
-                esc(&c.label)
+                escape(&c.label)
             );
         }
     }
@@ -429,14 +398,14 @@ pub fn ranked_svg(id: &str, title: &str, noun: &str, rows: &[Ranked]) -> String 
     let _ = write!(
         s,
         r#"<text x="8" y="18" font-size="14" font-weight="bold" fill="{INK}">{}</text>"#,
-        esc(title)
+        escape(title)
     );
     if rows.is_empty() {
         let _ = write!(
             s,
             r#"<text x="8" y="{:.1}" fill="{FAINT}">No {}s in this period</text>"#,
             top + 16.0,
-            esc(noun)
+            escape(noun)
         );
     }
     let (bar_x, bar_w) = (340.0, 360.0);
@@ -449,18 +418,18 @@ pub fn ranked_svg(id: &str, title: &str, noun: &str, rows: &[Ranked]) -> String 
             r.rank
         );
         let name = if r.by.is_empty() {
-            esc(&clip(&r.name, 44))
+            escape(&clip(&r.name, 44))
         } else {
             format!(
                 r#"{}<tspan fill="{FAINT}"> · {}</tspan>"#,
-                esc(&clip(&r.name, 30)),
-                esc(&clip(&r.by, 22))
+                escape(&clip(&r.name, 30)),
+                escape(&clip(&r.by, 22))
             )
         };
         let label = format!(r#"<text x="38" y="{text_y:.1}" fill="{INK}">{name}</text>"#);
         match &r.href {
             Some(href) => {
-                let _ = write!(s, r#"<a href="{}">{label}</a>"#, esc(href));
+                let _ = write!(s, r#"<a href="{}">{label}</a>"#, escape(href));
             }
             None => s.push_str(&label),
         }
@@ -480,8 +449,8 @@ pub fn ranked_svg(id: &str, title: &str, noun: &str, rows: &[Ranked]) -> String 
             y + 4.0,
             row_h - 8.0,
             r.rank,
-            esc(&full),
-            esc(&count(u64::from(r.count), noun)),
+            escape(&full),
+            escape(&count(u64::from(r.count), noun)),
             bar_x + bw + 6.0,
             r.count
         );

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
-
 use super::load;
+use crate::error::{BenchError, Context};
+use crate::proc::free_port;
 
 /// A running Maloja.
 pub struct Maloja {
@@ -42,14 +42,9 @@ pub fn find(flag: Option<&Path>) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
-}
-
 impl Maloja {
     /// Starts Maloja and waits until its API answers.
-    pub fn start(exe: &Path) -> anyhow::Result<Maloja> {
+    pub fn start(exe: &Path) -> Result<Maloja, BenchError> {
         let dir = std::env::temp_dir().join(format!("spindle-bench-maloja-{}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
         let api_key = spindle_server::accounts::random_hex();
@@ -73,7 +68,7 @@ impl Maloja {
             .stdout(log.try_clone()?)
             .stderr(log)
             .spawn()
-            .with_context(|| format!("starting {}", exe.display()))?;
+            .at_with(|| format!("starting {}", exe.display()))?;
         let mut m = Maloja {
             child,
             dir,
@@ -92,13 +87,16 @@ impl Maloja {
                 }
             }
             if let Some(st) = m.child.try_wait()? {
-                bail!(
+                return Err(BenchError::Peer(format!(
                     "maloja exited ({st}) before answering; see its output:\n{}",
                     m.output()
-                );
+                )));
             }
             if t.elapsed() > Duration::from_secs(120) {
-                bail!("maloja did not answer within 120 s:\n{}", m.output());
+                return Err(BenchError::Peer(format!(
+                    "maloja did not answer within 120 s:\n{}",
+                    m.output()
+                )));
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -116,7 +114,7 @@ impl Maloja {
 
     /// A Last.fm session key: Maloja takes its API key as the password of
     /// `auth.getMobileSession`.
-    pub fn session(&self) -> anyhow::Result<String> {
+    pub fn session(&self) -> Result<String, BenchError> {
         let body = format!(
             "method=auth.getMobileSession&username=bench&password={}",
             self.api_key
@@ -127,7 +125,7 @@ impl Maloja {
             .nth(1)
             .and_then(|r| r.split('<').next())
             .map(str::to_owned)
-            .with_context(|| format!("no session key from maloja: {}", r.body))
+            .ok_or_else(|| BenchError::Peer(format!("no session key from maloja: {}", r.body)))
     }
 
     pub fn lastfm_request(&self, body: &str) -> Vec<u8> {

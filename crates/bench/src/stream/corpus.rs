@@ -16,16 +16,17 @@ pub struct Track {
     pub size: u64,
 }
 
-/// A small xorshift generator: the corpus and the request order must be
-/// the same from run to run.
-pub struct Rng(u64);
+/// A small xorshift generator: the corpus must be the same from run to
+/// run (and a kept corpus stays valid, so it is not the library
+/// benchmark's generator).
+struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Rng {
+    fn new(seed: u64) -> Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
-    pub fn next(&mut self) -> u64 {
+    fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
@@ -35,11 +36,11 @@ impl Rng {
     }
 
     /// A number in `lo..hi` (`lo` when the range is empty).
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
         if hi <= lo {
             lo
         } else {
-            lo + self.next() % (hi - lo)
+            lo + self.next_u64() % (hi - lo)
         }
     }
 }
@@ -127,7 +128,7 @@ pub fn build(dir: &Path, plan: &[Track], seed: u64) -> std::io::Result<usize> {
         let mut left = data;
         while left > 0 {
             for s in block.chunks_exact_mut(8) {
-                let r = rng.next();
+                let r = rng.next_u64();
                 for (k, pair) in s.chunks_exact_mut(2).enumerate() {
                     let v = (((r >> (k * 16)) & 0xfff) as i16) - 2048;
                     pair.copy_from_slice(&v.to_le_bytes());

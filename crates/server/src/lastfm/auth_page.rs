@@ -9,22 +9,16 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
 
+use super::{approve_token, token_pending};
 use crate::auth_guard::{http_refusal, Denied};
-use crate::lastfm::{approve_token, token_pending};
 use crate::params::Params;
 use crate::state::AppState;
+use crate::xml::escape;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/auth/", get(page).post(grant))
         .route("/api/auth", get(page).post(grant))
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 fn form(api_key: &str, token: &str, cb: &str, note: &str) -> String {
@@ -37,10 +31,10 @@ fn form(api_key: &str, token: &str, cb: &str, note: &str) -> String {
 <label>User <input name=\"username\" autocomplete=\"username\"></label> \
 <label>Password <input name=\"password\" type=\"password\" autocomplete=\"current-password\"></label> \
 <button type=\"submit\">Log in and allow access</button></form></body></html>",
-        esc(note),
-        esc(api_key),
-        esc(token),
-        esc(cb)
+        escape(note),
+        escape(api_key),
+        escape(token),
+        escape(cb)
     )
 }
 
@@ -129,7 +123,7 @@ async fn grant(State(st): State<AppState>, req: Request) -> Response {
     }
     Html(format!(
         "<!doctype html><p>Access granted for {}. You can close this page and return to the application.</p>",
-        esc(&user)
+        escape(&user)
     ))
     .into_response()
 }

@@ -7,7 +7,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use crate::error::BenchError;
+use crate::proc::cpu_secs;
 
 /// One HTTP request, ready to write.
 pub fn request(host: &str, path: &str, headers: &str, content_type: &str, body: &str) -> Vec<u8> {
@@ -19,13 +20,15 @@ pub fn request(host: &str, path: &str, headers: &str, content_type: &str, body: 
 }
 
 /// A response: status and body.
+#[derive(Debug, Clone)]
 pub struct Reply {
     pub status: u16,
     pub body: String,
 }
 
 /// Reads one response (Content-Length or chunked).
-fn read_reply(conn: &mut BufReader<TcpStream>) -> anyhow::Result<Reply> {
+fn read_reply(conn: &mut BufReader<TcpStream>) -> Result<Reply, BenchError> {
+    let bad = |what: &str| BenchError::Peer(what.to_owned());
     let mut line = String::new();
     let mut status = 0u16;
     let mut len = 0usize;
@@ -33,7 +36,7 @@ fn read_reply(conn: &mut BufReader<TcpStream>) -> anyhow::Result<Reply> {
     loop {
         line.clear();
         if conn.read_line(&mut line)? == 0 {
-            bail!("connection closed");
+            return Err(BenchError::Peer("connection closed".into()));
         }
         let l = line.trim_end();
         if l.is_empty() {
@@ -48,12 +51,12 @@ fn read_reply(conn: &mut BufReader<TcpStream>) -> anyhow::Result<Reply> {
                 .split(' ')
                 .nth(1)
                 .and_then(|s| s.parse().ok())
-                .context("bad status line")?;
+                .ok_or_else(|| bad("bad status line"))?;
             continue;
         }
         let lower = l.to_ascii_lowercase();
         if let Some(v) = lower.strip_prefix("content-length:") {
-            len = v.trim().parse()?;
+            len = v.trim().parse().map_err(|_| bad("bad Content-Length"))?;
         } else if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
             chunked = true;
         }
@@ -64,7 +67,7 @@ fn read_reply(conn: &mut BufReader<TcpStream>) -> anyhow::Result<Reply> {
             line.clear();
             conn.read_line(&mut line)?;
             let n = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
-                .context("bad chunk size")?;
+                .map_err(|_| bad("bad chunk size"))?;
             let mut chunk = vec![0u8; n + 2];
             conn.read_exact(&mut chunk)?;
             if n == 0 {
@@ -83,13 +86,14 @@ fn read_reply(conn: &mut BufReader<TcpStream>) -> anyhow::Result<Reply> {
 }
 
 /// Sends one request on a new connection.
-pub fn once(host: &str, req: &[u8]) -> anyhow::Result<Reply> {
+pub fn once(host: &str, req: &[u8]) -> Result<Reply, BenchError> {
     let mut conn = BufReader::new(TcpStream::connect(host)?);
     conn.get_mut().write_all(req)?;
     read_reply(&mut conn)
 }
 
 /// What a run of the clients measured.
+#[derive(Debug, Clone)]
 pub struct Outcome {
     pub accepted: usize,
     pub failed_requests: usize,
@@ -113,10 +117,10 @@ pub fn drive(
     per_client: Vec<Vec<Vec<u8>>>,
     server_pid: u32,
     accepted: &(dyn Fn(&Reply) -> usize + Sync),
-) -> anyhow::Result<Outcome> {
+) -> Result<Outcome, BenchError> {
     let cpu0 = cpu_secs(server_pid);
     let start = Instant::now();
-    type ClientResult = anyhow::Result<(Vec<Duration>, usize, usize, Option<String>)>;
+    type ClientResult = Result<(Vec<Duration>, usize, usize, Option<String>), BenchError>;
     let results: Vec<ClientResult> = std::thread::scope(|s| {
         let hs: Vec<_> = per_client
             .into_iter()
@@ -147,7 +151,7 @@ pub fn drive(
         hs.into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("client panicked")))
+                    .unwrap_or_else(|_| Err(BenchError::Peer("a client panicked".into())))
             })
             .collect()
     });
@@ -178,16 +182,4 @@ pub fn drive(
         p99,
         server_cpu,
     })
-}
-
-/// User + system CPU seconds of a process and its threads (Linux
-/// `/proc/PID/stat`, in USER_HZ = 100 ticks a second); `None` elsewhere.
-pub fn cpu_secs(pid: u32) -> Option<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which is in parentheses.
-    let rest = &s[s.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    let utime: f64 = f.get(11)?.parse().ok()?;
-    let stime: f64 = f.get(12)?.parse().ok()?;
-    Some((utime + stime) / 100.0)
 }

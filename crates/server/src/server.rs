@@ -1,0 +1,355 @@
+//! The running server: [`Server::open`] does all of the wiring of a data
+//! dir (the library, the listening history, the accounts, the music
+//! folders and their first scan, the folder watcher, the stream reader,
+//! the storage tiers with the history replay and the pins), and
+//! [`Server::run`] serves until its shutdown signal, then stops every
+//! background task and joins it before it returns.
+//!
+//! The tasks, and how each one stops:
+//!
+//! | task | runs on | stops |
+//! |---|---|---|
+//! | folder watcher | a thread of `spindle-media` | dropped: told to stop, joined |
+//! | library linker | a thread ([`crate::link`]) | queue closed after the last batch, joined |
+//! | tiers' listen feed | a thread ([`crate::hot::TierFeed`]) | queue closed after the last batch, joined |
+//! | history replay | a blocking task | runs to its end (once, at start), awaited |
+//! | pin loop | a tokio task ([`crate::hot::pin_loop`]) | the stop signal, awaited |
+//! | the tiers' own work | tokio tasks of `spindle-tiers` | `Tiers::shutdown`, which awaits them |
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use spindle_listens::Listens;
+use spindle_media::{ScanOptions, ScanReport, WatchOptions, Watcher};
+use spindle_store::Db;
+use spindle_tiers::{Tiers, TiersConfig};
+use tokio::task::JoinHandle;
+
+use crate::accounts::{AccountError, Accounts};
+use crate::music::{Music, MusicError};
+use crate::state::{AppState, Config, SystemClock};
+use crate::stream::{ReadEngine, Reader};
+
+/// How often the whole library is rescanned even without events.
+pub const RESCAN_EVERY: Duration = Duration::from_secs(600);
+
+/// What a server serves and how (the binary builds this from its flags).
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Where the library, the history, the accounts and the tiers' state
+    /// live.
+    pub data_dir: PathBuf,
+    /// The music folders to serve; none: a demo library generated into
+    /// `data_dir/demo-music`.
+    pub music: Vec<PathBuf>,
+    /// How streams read files.
+    pub engine: ReadEngine,
+    /// HTTP settings and limits.
+    pub http: Config,
+    /// The `[tiers]` section of the server config, if any
+    /// (docs/tiers.md): streams then go through the hot folder and the
+    /// cold replicas.
+    pub tiers: Option<TiersConfig>,
+    /// The watcher's full rescan, even without events (`RESCAN_EVERY`).
+    pub rescan_every: Duration,
+    /// How often the pins are looked at ([`crate::hot::PIN_POLL`]).
+    pub pin_poll: Duration,
+}
+
+impl ServerConfig {
+    /// A demo library over `data_dir`, tokio's reads, default settings,
+    /// no tiers.
+    pub fn new(data_dir: impl Into<PathBuf>) -> ServerConfig {
+        ServerConfig {
+            data_dir: data_dir.into(),
+            music: Vec::new(),
+            engine: ReadEngine::Tokio,
+            http: Config::default(),
+            tiers: None,
+            rescan_every: RESCAN_EVERY,
+            pin_poll: crate::hot::PIN_POLL,
+        }
+    }
+}
+
+/// Why a server could not open.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    #[error("opening the library in {}", path.display())]
+    Library {
+        path: PathBuf,
+        #[source]
+        source: spindle_store::OpenError,
+    },
+    #[error("opening the accounts in {}", path.display())]
+    Accounts {
+        path: PathBuf,
+        #[source]
+        source: AccountError,
+    },
+    #[error("opening the listening history in {}", path.display())]
+    Listens {
+        path: PathBuf,
+        #[source]
+        source: spindle_listens::OpenError,
+    },
+    #[error("music folder {}: not a folder", path.display())]
+    NotAFolder { path: PathBuf },
+    #[error("writing the demo library to {}", path.display())]
+    Demo {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("scanning the music folders")]
+    Scan(#[source] spindle_media::ScanError),
+    #[error("setting up the music folders")]
+    Music(#[source] MusicError),
+    #[error("setting up the storage tiers")]
+    Tiers(#[source] spindle_tiers::runtime::TiersError),
+    #[error("watching the music folders")]
+    Watch(#[source] spindle_media::WatchError),
+    #[error("starting the {engine} IO engine")]
+    Engine {
+        engine: &'static str,
+        #[source]
+        source: spindle_io::SetupError,
+    },
+    #[error("opening the server failed inside: {0}")]
+    Task(#[source] tokio::task::JoinError),
+}
+
+/// What [`Server::open`] found and did, for the binary to report.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Opened {
+    /// The library's and the history's warnings (damage repaired at
+    /// open), one line each.
+    pub warnings: Vec<String>,
+    /// The folder of the generated demo library, when no music folder
+    /// was given.
+    pub demo: Option<PathBuf>,
+    /// The first scan.
+    pub scanned: ScanReport,
+    /// Listens in the history.
+    pub listens: usize,
+    /// The storage tiers as set up (hot folder checked), if configured.
+    pub tiers: Option<spindle_tiers::Status>,
+    /// Why the IO engine asked for is not the one running, if it is not.
+    pub engine_fell_back: Option<String>,
+}
+
+/// A server over one data dir; see the module doc.
+pub struct Server {
+    state: AppState,
+    opened: Opened,
+    watcher: Option<Watcher>,
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Opens everything `config` names, scans the music folders, starts
+    /// the watcher and, with tiers, their background work, the history
+    /// replay into the hot tier and the pin loop. Call inside a tokio
+    /// runtime; the blocking work runs on its blocking pool.
+    pub async fn open(config: ServerConfig) -> Result<Server, OpenError> {
+        let pin_poll = config.pin_poll;
+        let data_dir = config.data_dir.clone();
+        let (state, opened, watcher) = tokio::task::spawn_blocking(move || open_blocking(config))
+            .await
+            .map_err(OpenError::Task)??;
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let mut tasks = Vec::new();
+        if let Some(tiers) = state.tiers().cloned() {
+            tiers.start_background();
+            let (st, t) = (state.clone(), tiers.clone());
+            tasks.push(tokio::task::spawn_blocking(move || {
+                crate::hot::replay_and_prefill(&st, &t)
+            }));
+            tasks.push(tokio::spawn(crate::hot::pin_loop(
+                state.clone(),
+                tiers,
+                spindle_tiers::pins::pins_path(&data_dir),
+                pin_poll,
+                stopped,
+            )));
+        }
+        Ok(Server {
+            state,
+            opened,
+            watcher: Some(watcher),
+            stop,
+            tasks,
+        })
+    }
+
+    /// The state every handler shares.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// What opening found and did.
+    pub fn opened(&self) -> &Opened {
+        &self.opened
+    }
+
+    /// Serves HTTP on `listener` until `shutdown` resolves, finishes the
+    /// requests in flight ([`crate::SHUTDOWN_GRACE`] at most), then stops
+    /// every background task and waits for each before it returns.
+    pub async fn run(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let served = crate::serve(listener, self.state.clone(), shutdown).await;
+        self.stop().await;
+        served
+    }
+
+    /// Stops every background task and joins it.
+    async fn stop(self) {
+        let Server {
+            state,
+            watcher,
+            stop,
+            tasks,
+            ..
+        } = self;
+        let _ = stop.send(true);
+        for t in tasks {
+            let _ = t.await;
+        }
+        // The tiers' own work: promotion queue, sampling, re-replication.
+        if let Some(tiers) = state.tiers() {
+            tiers.shutdown().await;
+        }
+        // Both join threads (the watcher may be finishing a scan).
+        let _ = tokio::task::spawn_blocking(move || {
+            drop(watcher);
+            state.stop_background();
+        })
+        .await;
+    }
+}
+
+/// The blocking part of [`Server::open`].
+fn open_blocking(config: ServerConfig) -> Result<(AppState, Opened, Watcher), OpenError> {
+    let ServerConfig {
+        data_dir,
+        music,
+        engine,
+        http,
+        tiers,
+        rescan_every,
+        pin_poll: _,
+    } = config;
+    let db = Db::open(&data_dir).map_err(|source| OpenError::Library {
+        path: data_dir.clone(),
+        source,
+    })?;
+    let mut warnings = db.open_report().warnings.clone();
+    let dir = data_dir.join("accounts");
+    let accounts =
+        Accounts::open(&dir).map_err(|source| OpenError::Accounts { path: dir, source })?;
+    let dir = data_dir.join("listens");
+    let (listens, report) =
+        Listens::open(&dir).map_err(|source| OpenError::Listens { path: dir, source })?;
+    if report.truncated_bytes > 0 {
+        warnings.push(format!(
+            "cut {} bytes of an unfinished write off the listens log",
+            report.truncated_bytes
+        ));
+    }
+    let (roots, demo) = music_folders(music, &data_dir)?;
+    let db = Arc::new(db);
+    let scanned = spindle_media::scan(
+        &db,
+        &roots,
+        &ScanOptions::default(),
+        &mut spindle_media::scan::Quiet,
+    )
+    .map_err(OpenError::Scan)?;
+    let mut music = Music::new(&roots, &data_dir).map_err(OpenError::Music)?;
+    let mut tiers_status = None;
+    if let Some(cfg) = tiers {
+        let policy = crate::hot::policy(&cfg);
+        let t = Tiers::new(cfg, music.roots(), &data_dir, policy).map_err(OpenError::Tiers)?;
+        tiers_status = Some(t.status());
+        music = music.with_tiers(Arc::new(t));
+    }
+    let (reader, engine_fell_back) = Reader::start(engine).map_err(|source| OpenError::Engine {
+        engine: engine.name(),
+        source,
+    })?;
+    let state = AppState::new(
+        db.clone(),
+        Arc::new(accounts),
+        Arc::new(listens),
+        http,
+        Arc::new(SystemClock),
+    )
+    .with_music(music)
+    .with_reader(reader);
+    let watcher = start_watcher(&state, rescan_every)?;
+    let opened = Opened {
+        warnings,
+        demo,
+        scanned,
+        listens: report.listens,
+        tiers: tiers_status,
+        engine_fell_back,
+    };
+    Ok((state, opened, watcher))
+}
+
+/// The folders to serve: the given ones, else a demo library generated
+/// into the data dir (returned second).
+fn music_folders(
+    given: Vec<PathBuf>,
+    data_dir: &Path,
+) -> Result<(Vec<PathBuf>, Option<PathBuf>), OpenError> {
+    if !given.is_empty() {
+        if let Some(d) = given.iter().find(|d| !d.is_dir()) {
+            return Err(OpenError::NotAFolder { path: d.clone() });
+        }
+        return Ok((given, None));
+    }
+    let demo = data_dir.join("demo-music");
+    spindle_media::demo::generate_demo(&demo).map_err(|source| OpenError::Demo {
+        path: demo.clone(),
+        source,
+    })?;
+    Ok((vec![demo.clone()], Some(demo)))
+}
+
+/// Watches the music folders: a change rescans them and tells the
+/// catalog cache.
+fn start_watcher(state: &AppState, rescan_every: Duration) -> Result<Watcher, OpenError> {
+    let music = state.music.clone();
+    Watcher::start(
+        state.db.clone(),
+        music.roots().to_vec(),
+        WatchOptions {
+            rescan_every,
+            ..WatchOptions::default()
+        },
+        Box::new(move |r| {
+            music.library_changed();
+            match r {
+                Ok(r) if r.added + r.updated + r.moved + r.removed + r.marked_missing > 0 => {
+                    eprintln!(
+                        "spindle: library updated: {} added, {} updated, {} moved, {} removed, {} marked missing",
+                        r.added, r.updated, r.moved, r.removed, r.marked_missing
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("spindle: rescan failed: {e}"),
+            }
+        }),
+    )
+    .map_err(OpenError::Watch)
+}
