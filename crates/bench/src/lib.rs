@@ -7,7 +7,8 @@
 //!   generated, realistic library, answered by Spindle's store and by
 //!   SQLite in two layouts — XMMS2's own medialib schema and a tuned
 //!   property table — with the same semantics, and the results
-//!   cross-checked row by row ([`run_library`]).
+//!   cross-checked row by row ([`run_library`]; several sizes in one run:
+//!   [`run_library_sizes`]).
 //! * `bench scan` ([`scan`]): scanning files against `beet import`.
 //! * `bench scrobble` ([`scrobble`]): scrobbles per second through
 //!   `track.scrobble` against Maloja, and charts over a large history.
@@ -52,6 +53,7 @@ mod rng;
 pub mod run;
 pub mod scan;
 pub mod scrobble;
+mod sizes;
 pub mod spindle;
 pub mod sql;
 pub mod stream;
@@ -64,5 +66,6 @@ pub use report::{LibraryReport, Summary, Target};
 pub use run::{run_library, spawn_worker, worker_main, LibraryConfig};
 pub use scan::{run_scan_bench, ScanBenchOptions, ScanBenchReport};
 pub use scrobble::{run_history, run_rates, HistoryReport, RatesReport, ScrobbleOptions};
+pub use sizes::{run_library_sizes, LibrarySizes, SizesEvent};
 pub use stream::{run_stream, StreamOptions, StreamSection};
 pub use worker::{run_worker, sql_statements, Side, SideReport, WorkerRequest, QUERIES};

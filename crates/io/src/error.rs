@@ -166,12 +166,15 @@ pub enum BenchError {
     #[error("cannot parse fio's JSON output: {0}")]
     FioParse(String),
     /// Writing the chart failed.
-    #[error("cannot write the chart {path}: {source}")]
+    #[error("writing the chart {path}: {source}")]
     Chart {
         path: PathBuf,
         #[source]
         source: io::Error,
     },
+    /// Drawing the PNG chart failed.
+    #[error("rendering the PNG chart: {0}")]
+    ChartRender(String),
     /// Other IO (reading sysfs, the test file).
     #[error("{context}: {source}")]
     Other {

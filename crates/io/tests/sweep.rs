@@ -1,5 +1,8 @@
 //! The iobench sweep end to end, on a small test file.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 mod common;
 
 use std::time::Duration;

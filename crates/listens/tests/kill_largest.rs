@@ -10,6 +10,9 @@
 //! the kill delays; `SPINDLE_LISTENS_KILLS` sets the number of kills
 //! (default 30).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc};
@@ -67,6 +70,11 @@ fn batch(t: usize, n: u32) -> Vec<Listen> {
         .collect()
 }
 
+#[allow(
+    clippy::exit,
+    reason = "a crash test's child process: it must not outlive its parent, and it \
+              ends without unwinding, as a killed server would"
+)]
 fn writer(dir: &str) {
     let starts: Vec<u32> = std::env::var(START_ENV)
         .expect("start counts")

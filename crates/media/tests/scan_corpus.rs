@@ -2,6 +2,9 @@
 //! moves and deletions. Needs Debian's encoders: `#[ignore]`d in the plain
 //! unit stage, run by `scripts/ci.d/30-media.sh` with `--include-ignored`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 mod corpus;
 
 use std::path::Path;

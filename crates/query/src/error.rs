@@ -9,6 +9,14 @@ pub struct ParseError {
     pub message: String,
 }
 
+impl ParseError {
+    /// The error, then `pattern` with a caret under the column.
+    pub fn with_caret(&self, pattern: &str) -> String {
+        let caret = " ".repeat(self.column.saturating_sub(1));
+        format!("{self}\n  {pattern}\n  {caret}^")
+    }
+}
+
 /// A JSON collection or fetch specification that cannot be used.
 ///
 /// `path` names the offending part of the document, JSONPath-style
@@ -41,4 +49,17 @@ pub enum JsonError {
         path: String,
         message: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_caret_points_at_the_column() {
+        let e = crate::parse("artist:").unwrap_err();
+        let shown = e.with_caret("artist:");
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines[0], e.to_string());
+        assert_eq!(lines[1], "  artist:");
+        assert_eq!(lines[2].find('^'), Some(2 + e.column - 1));
+    }
 }

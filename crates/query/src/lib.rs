@@ -5,7 +5,9 @@
 //! pattern ([`to_pattern`]), XMMS2's JSON forms of collections and fetch
 //! specifications ([`coll_from_json`], [`fetch_from_json`],
 //! [`parse_relaxed_json`]), source preferences and globbing, and how large
-//! a pattern may be ([`ParseLimits`], used by [`parse_limited`]). It is pure: no
+//! a pattern may be ([`ParseLimits`], used by [`parse_limited`]), and the
+//! command line's sort and window ([`Coll::ordered_by`], [`Coll::window`]).
+//! It is pure: no
 //! I/O, no storage, no evaluation — the store crate evaluates a [`Coll`]
 //! against its entries.
 //!
@@ -25,6 +27,7 @@ pub mod glob;
 pub mod json;
 pub mod lexer;
 pub mod limits;
+pub mod order;
 pub mod parser;
 pub mod printer;
 pub mod sourcepref;
@@ -35,6 +38,7 @@ pub use fetch::{Aggregate, ClusterBy, FetchSpec, Get};
 pub use glob::glob_match;
 pub use json::{coll_from_json, fetch_from_json, parse_relaxed_json};
 pub use limits::ParseLimits;
+pub use order::OrderError;
 pub use parser::{parse, parse_limited, value_from_str};
 pub use printer::to_pattern;
 pub use sourcepref::{SourcePref, DEFAULT_SOURCEPREF};

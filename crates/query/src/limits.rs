@@ -89,7 +89,10 @@ mod tests {
     }
 
     /// (pattern, limits, None if accepted / Some((column, message part))).
-    #[allow(clippy::type_complexity)]
+    #[allow(
+        clippy::type_complexity,
+        reason = "a table of test cases, read once, right below"
+    )]
     fn cases() -> Vec<(String, ParseLimits, Option<(usize, &'static str)>)> {
         let wide = ParseLimits {
             max_bytes: usize::MAX,

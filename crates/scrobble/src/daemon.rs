@@ -30,7 +30,7 @@ use crate::lastfm::LastFm;
 use crate::listenbrainz::ListenBrainz;
 use crate::mpris::{self, PATH, PLAYER_IFACE, PREFIX, ROOT_IFACE};
 use crate::players::Players;
-use crate::sender::{log, Backoff, Msg, ServiceQueue, ServiceState};
+use crate::sender::{Backoff, Msg, ServiceQueue, ServiceState};
 use crate::session::{Action, Event, PlayView};
 
 /// Why the daemon stopped.
@@ -175,25 +175,23 @@ impl State {
             match a {
                 Action::NowPlaying(t) => {
                     let s = t.scrobble(self.clock.now().unix as i64, &identity, self.cfg.artists);
-                    eprintln!(
-                        "spindle scrobble: now playing on {identity}: {} - {}",
-                        s.artist, s.track
-                    );
+                    tracing::info!("now playing on {identity}: {} - {}", s.artist, s.track);
                     for svc in &self.services {
                         let _ = svc.tx.try_send(Msg::NowPlaying(s.clone()));
                     }
                 }
                 Action::Scrobble { track, started } => {
                     let s = track.scrobble(started, &identity, self.cfg.artists);
-                    eprintln!(
-                        "spindle scrobble: scrobble from {identity}: {} - {} (started {started})",
-                        s.artist, s.track
+                    tracing::info!(
+                        "scrobble from {identity}: {} - {} (started {started})",
+                        s.artist,
+                        s.track
                     );
                     for svc in &self.services {
                         if let Err(e) = ServiceQueue::append_shared(&svc.journal, &s) {
-                            log(
-                                &svc.name,
-                                &format!("cannot write the journal, scrobble LOST: {e}"),
+                            tracing::error!(
+                                service = %svc.name,
+                                "cannot write the journal, scrobble LOST: {e}"
                             );
                         }
                         let _ = svc.tx.try_send(Msg::Wake);
@@ -274,8 +272,8 @@ async fn add_player(
         .and_then(|m| m.get("Identity").and_then(|v| mpris::as_string(v)))
         .unwrap_or_default();
     let allowed = st.cfg.filter.allows(name, &identity);
-    eprintln!(
-        "spindle scrobble: player {name} ({identity}) appeared{}",
+    tracing::info!(
+        "player {name} ({identity}) appeared{}",
         if allowed {
             ""
         } else {
@@ -301,7 +299,7 @@ async fn add_player(
 
 fn remove_player(st: &mut State, name: &str) {
     if let Some(i) = st.info.remove(name) {
-        eprintln!("spindle scrobble: player {name} ({}) vanished", i.identity);
+        tracing::info!("player {name} ({}) vanished", i.identity);
         if i.allowed {
             st.feed(name, vec![Event::Vanished]);
         }
@@ -328,34 +326,31 @@ pub async fn run(
         let dir = paths.journal_dir(&svc.name);
         let (journal, report) = Journal::open(&dir)?;
         if report.truncated_bytes > 0 {
-            log(
-                &svc.name,
-                &format!(
-                    "cut {} bytes of an unfinished write off the journal",
-                    report.truncated_bytes
-                ),
+            tracing::warn!(
+                service = %svc.name,
+                "cut {} bytes of an unfinished write off the journal",
+                report.truncated_bytes
             );
         }
         let client = match build_client(svc, &paths) {
             Ok(c) => c,
             Err(e) => {
-                log(&svc.name, &format!("{e}"));
+                tracing::error!(service = %svc.name, "{e}");
                 None
             }
         };
         if client.is_none() {
-            log(
-                &svc.name,
-                &format!(
-                    "not authorised: run `spindle scrobble auth {}`; scrobbles are kept until then",
-                    svc.name
-                ),
+            tracing::warn!(
+                service = %svc.name,
+                "not authorised: run `spindle scrobble auth {}`; scrobbles are kept until then",
+                svc.name
             );
         }
         if report.pending > 0 {
-            log(
-                &svc.name,
-                &format!("{} scrobbles queued from before", report.pending),
+            tracing::info!(
+                service = %svc.name,
+                "{} scrobbles queued from before",
+                report.pending
             );
         }
         let flag = paths.needs_auth_file(&svc.name);
@@ -385,8 +380,8 @@ pub async fn run(
         tasks.push(tokio::spawn(q.run(rx, Duration::from_secs(3))));
     }
     if services.is_empty() {
-        eprintln!(
-            "spindle scrobble: no services in {}; plays are followed but sent nowhere",
+        tracing::warn!(
+            "no services in {}; plays are followed but sent nowhere",
             paths.config_file().display()
         );
     }
@@ -423,7 +418,7 @@ pub async fn run(
         }
     }
     st.write_status();
-    eprintln!("spindle scrobble: watching the session bus");
+    tracing::info!("watching the session bus");
 
     // Monotonic clock readings to tokio instants.
     let base = (tokio::time::Instant::now(), clock.now().mono);
@@ -484,7 +479,7 @@ pub async fn run(
             } => st.poll(),
             Some(c) = control.recv() => match c {
                 Control::Flush => {
-                    eprintln!("spindle scrobble: flushing every queue");
+                    tracing::info!("flushing every queue");
                     for svc in &st.services {
                         let client = st
                             .cfg
@@ -498,7 +493,7 @@ pub async fn run(
         }
         st.write_status();
     }
-    eprintln!("spindle scrobble: stopping");
+    tracing::info!("stopping");
     let services = std::mem::take(&mut st.services);
     drop(services);
     for t in tasks {

@@ -10,10 +10,12 @@
 //! - [`client`], [`lastfm`], [`listenbrainz`]: the service protocols;
 //! - [`sender`]: one task per service sending its journal with backoff;
 //! - [`config`]: `scrobble.toml`, the player lists, clean-up rules, paths;
-//! - [`mpris`] and [`daemon`]: the D-Bus side (zbus, tokio) tying it together.
+//! - [`mpris`] and [`daemon`]: the D-Bus side (zbus, tokio) tying it together;
+//! - [`control`]: the daemon from another process (pid file, SIGUSR1,
+//!   status) and the one-off `auth`, `status`, `flush` and `love`.
 //!
 //! It is *not* the CLI: the `spindle` binary parses arguments, builds the
-//! runtime and calls [`daemon::run`].
+//! runtime, calls [`control`] and prints what it returns.
 //!
 //! ```
 //! use spindle_scrobble::{Action, Event, Now, Rules, Session, Status, Track};
@@ -40,6 +42,7 @@
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod control;
 pub mod daemon;
 pub mod journal;
 pub mod lastfm;

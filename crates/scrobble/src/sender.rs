@@ -71,11 +71,6 @@ impl Default for Backoff {
     }
 }
 
-/// Logs a line about a service to stderr (the daemon's log, e.g. the journal of systemd).
-pub fn log(service: &str, msg: &str) {
-    eprintln!("spindle scrobble [{service}]: {msg}");
-}
-
 /// One service's queue and its sending state.
 pub struct ServiceQueue {
     pub name: String,
@@ -182,18 +177,18 @@ impl ServiceQueue {
                 for (i, (s, o)) in batch.iter().zip(&outcomes).enumerate() {
                     if let Outcome::Ignored { code, message } = o {
                         if *code == 5 {
-                            log(&self.name, "daily scrobble limit reached (ignored code 5); retrying in an hour");
+                            tracing::warn!(service = %self.name, "daily scrobble limit reached (ignored code 5); retrying in an hour");
                             acked = i;
                             self.retry_at = Some(Instant::now() + self.backoff.daily_limit);
                             more = false;
                             break;
                         }
-                        log(
-                            &self.name,
-                            &format!(
-                                "ignored by the service (code {code}: {message}): {} - {} @{}",
-                                s.artist, s.track, s.timestamp
-                            ),
+                        tracing::warn!(
+                            service = %self.name,
+                            "ignored by the service (code {code}: {message}): {} - {} @{}",
+                            s.artist,
+                            s.track,
+                            s.timestamp
                         );
                     }
                 }
@@ -204,16 +199,17 @@ impl ServiceQueue {
                 st.sent += acked as u64;
             }
             Err(e) if e.is_temporary() => {
-                log(&self.name, &format!("{e}; retrying in {:?}", self.delay));
+                tracing::warn!(service = %self.name, "{e}; retrying in {:?}", self.delay);
                 self.retry_at = Some(Instant::now() + self.delay);
                 self.delay = (self.delay * 2).min(self.backoff.max);
                 self.st().last_error = Some(e.to_string());
                 more = false;
             }
             Err(e @ SendError::Auth { .. }) => {
-                log(
-                    &self.name,
-                    &format!("{e}; keeping {} scrobbles queued", self.j().len()),
+                tracing::error!(
+                    service = %self.name,
+                    "{e}; keeping {} scrobbles queued",
+                    self.j().len()
                 );
                 self.st().last_error = Some(e.to_string());
                 self.set_needs_auth(true);
@@ -222,15 +218,15 @@ impl ServiceQueue {
             Err(e) => {
                 if batch.len() > 1 {
                     self.batch = (batch.len() / 2).max(1);
-                    log(
-                        &self.name,
-                        &format!("{e}; trying batches of {}", self.batch),
-                    );
+                    tracing::warn!(service = %self.name, "{e}; trying batches of {}", self.batch);
                 } else {
                     let s = &batch[0];
-                    log(
-                        &self.name,
-                        &format!("{e}; dropping {} - {} @{}", s.artist, s.track, s.timestamp),
+                    tracing::error!(
+                        service = %self.name,
+                        "{e}; dropping {} - {} @{}",
+                        s.artist,
+                        s.track,
+                        s.timestamp
                     );
                     acked = 1;
                 }
@@ -240,7 +236,7 @@ impl ServiceQueue {
         if acked > 0 {
             let r = self.j().ack(acked);
             if let Err(e) = r {
-                log(&self.name, &format!("cannot mark scrobbles as sent: {e}"));
+                tracing::warn!(service = %self.name, "cannot mark scrobbles as sent: {e}");
                 self.retry_at = Some(Instant::now() + self.delay);
                 more = false;
             }
@@ -317,9 +313,9 @@ impl ServiceQueue {
         match m {
             Msg::Scrobble(s) => {
                 if let Err(e) = self.record(&s) {
-                    log(
-                        &self.name,
-                        &format!("cannot write the journal, scrobble LOST: {e}"),
+                    tracing::error!(
+                        service = %self.name,
+                        "cannot write the journal, scrobble LOST: {e}"
                     );
                 }
             }
@@ -335,10 +331,10 @@ impl ServiceQueue {
                     match c.now_playing(&s).await {
                         Ok(()) => self.st().now_playing_sent += 1,
                         Err(e @ SendError::Auth { .. }) => {
-                            log(&self.name, &format!("now playing: {e}"));
+                            tracing::warn!(service = %self.name, "now playing: {e}");
                             self.set_needs_auth(true);
                         }
-                        Err(e) => log(&self.name, &format!("now playing not sent: {e}")),
+                        Err(e) => tracing::warn!(service = %self.name, "now playing not sent: {e}"),
                     }
                 }
             }

@@ -120,8 +120,10 @@ pub enum LoopStatus {
 }
 
 /// Something the player said.
-// Events are moved once, from the bus to the session: no box needed.
-#[allow(clippy::large_enum_variant)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "events are moved once, from the bus to the session: no box needed"
+)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// `Metadata` changed; `None` for no track (`NoTrack` or empty).
@@ -561,7 +563,10 @@ mod tests {
     #[test]
     fn the_rules_table() {
         // (name, script, end, expected scrobbles)
-        #[allow(clippy::type_complexity)]
+        #[allow(
+            clippy::type_complexity,
+            reason = "a table of test cases, read once, right below"
+        )]
         let cases: Vec<(&str, Vec<(f64, Event)>, f64, Vec<&str>)> = vec![
             (
                 "half of a 40 s track",

@@ -1,6 +1,9 @@
 //! The send queue against a scripted HTTP server on a loopback port:
 //! outages, retries, error 9, restarts. Nothing is lost or sent twice.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -165,7 +165,7 @@ impl HashPool {
             if let Err(e) = spawned {
                 // With no worker at all the channel is closed and every
                 // check answers Busy: logins fail closed.
-                eprintln!("spindle: could not start a password-hashing thread: {e}");
+                tracing::error!("could not start a password-hashing thread: {e}");
             }
         }
         HashPool { tx, stats }

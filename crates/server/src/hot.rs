@@ -8,9 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use spindle_listens::{Listen, RecentQuery};
@@ -18,7 +16,8 @@ use spindle_query::SourcePref;
 use spindle_store::{Db, Library, ValueRef};
 use spindle_tiers::{Tiers, TiersConfig, TrackRef};
 
-use crate::state::{lock, AppState};
+use crate::state::AppState;
+use crate::worker::BatchWorker;
 
 /// How far back [`AppState::replay_history_into`] reads the history.
 pub const REPLAY_DAYS: i64 = 90;
@@ -90,85 +89,29 @@ fn weigh<'a>(
 
 /// Feeds accepted listens to the storage tiers: each is one play of its
 /// library track ([`Tiers::record_listen`], weight 1). A thread of its
-/// own finds the tracks (a library lookup per distinct track of a batch),
-/// so a scrobble is acknowledged without waiting for any of it;
-/// [`TierFeed::stop`] ends it after the last batch sent and joins it.
-pub(crate) struct TierFeed {
-    tx: Mutex<Option<Sender<Vec<Listen>>>>,
-    /// (batches sent, batches done)
-    progress: Arc<(Mutex<(u64, u64)>, Condvar)>,
-    thread: Mutex<Option<JoinHandle<()>>>,
-}
+/// own ([`crate::worker`]) finds the tracks (a library lookup per distinct
+/// track of a batch), so a scrobble is acknowledged without waiting for
+/// any of it; its `stop` ends it after the last batch sent and joins it.
+pub(crate) type TierFeed = BatchWorker<Listen>;
 
-impl TierFeed {
-    pub(crate) fn start(db: Arc<Db>, tiers: Arc<Tiers>, roots: Vec<PathBuf>) -> TierFeed {
-        let (tx, rx) = channel::<Vec<Listen>>();
-        let progress = Arc::new((Mutex::new((0u64, 0u64)), Condvar::new()));
-        let p2 = progress.clone();
-        let spawned = std::thread::Builder::new()
-            .name("spindle-tier-listens".into())
-            .spawn(move || {
-                while let Ok(mut batch) = rx.recv() {
-                    let mut n = 1;
-                    while let Ok(more) = rx.try_recv() {
-                        batch.extend(more);
-                        n += 1;
-                    }
-                    let mut plays = HashMap::new();
-                    weigh(
-                        &db.read(),
-                        &roots,
-                        batch.iter().map(|l| (l, 1.0)),
-                        &mut plays,
-                    );
-                    for (t, w) in plays {
-                        tiers.record_listen(&t, w);
-                    }
-                    let (m, cv) = &*p2;
-                    lock(m).1 += n;
-                    cv.notify_all();
-                }
-            });
-        let thread = match spawned {
-            Ok(t) => Some(t),
-            Err(e) => {
-                eprintln!("spindle: tiers: listens will not reach the hot tier: {e}");
-                None
+/// Starts the feed of `tiers`, whose folders are `roots`, from `db`.
+pub(crate) fn feed(db: Arc<Db>, tiers: Arc<Tiers>, roots: Vec<PathBuf>) -> TierFeed {
+    BatchWorker::start(
+        "spindle-tier-listens",
+        "tiers: listens will not reach the hot tier",
+        move |batch| {
+            let mut plays = HashMap::new();
+            weigh(
+                &db.read(),
+                &roots,
+                batch.iter().map(|l| (l, 1.0)),
+                &mut plays,
+            );
+            for (t, w) in plays {
+                tiers.record_listen(&t, w);
             }
-        };
-        TierFeed {
-            tx: Mutex::new(Some(tx)),
-            progress,
-            thread: Mutex::new(thread),
-        }
-    }
-
-    pub(crate) fn send(&self, listens: Vec<Listen>) {
-        if listens.is_empty() {
-            return;
-        }
-        let tx = lock(&self.tx);
-        if tx.as_ref().is_some_and(|tx| tx.send(listens).is_ok()) {
-            lock(&self.progress.0).0 += 1;
-        }
-    }
-
-    pub(crate) fn flush(&self) {
-        let (m, cv) = &*self.progress;
-        let mut g = lock(m);
-        while g.1 < g.0 {
-            g = cv.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    /// Closes the queue: the thread feeds what was sent and ends; waits
-    /// for it. Later [`TierFeed::send`]s are dropped.
-    pub(crate) fn stop(&self) {
-        drop(lock(&self.tx).take());
-        if let Some(t) = lock(&self.thread).take() {
-            let _ = t.join();
-        }
-    }
+        },
+    )
 }
 
 /// What [`AppState::replay_history_into`] fed.
@@ -235,11 +178,12 @@ impl AppState {
 /// filled with what the policy now ranks highest. Call from a blocking
 /// thread.
 pub fn replay_and_prefill(state: &AppState, tiers: &Tiers) {
+    let _job = tracing::info_span!("replay").entered();
     let roots = state.music.roots();
     let r = state.replay_history_into(tiers, roots);
     if r.listens > 0 {
-        eprintln!(
-            "spindle: tiers: replayed {} listens of the last {REPLAY_DAYS} days into the hot tier's policy ({} tracks)",
+        tracing::info!(
+            "tiers: replayed {} listens of the last {REPLAY_DAYS} days into the hot tier's policy ({} tracks)",
             r.listens, r.tracks
         );
     } else {
@@ -258,8 +202,8 @@ pub fn replay_and_prefill(state: &AppState, tiers: &Tiers) {
     }
     let n = tiers.prefill_hot();
     if n > 0 {
-        eprintln!(
-            "spindle: tiers: promoting {n} tracks the history plays most into the hot tier's free space"
+        tracing::info!(
+            "tiers: promoting {n} tracks the history plays most into the hot tier's free space"
         );
     }
 }
@@ -296,7 +240,7 @@ pub fn pinned_tracks(db: &Db, pins: &Path, roots: &[PathBuf]) -> Result<Vec<Trac
         let parsed = match spindle_query::parse(&p) {
             Ok(x) => x,
             Err(e) => {
-                eprintln!("spindle: tiers: pin {p:?} does not parse: {e}");
+                tracing::warn!("tiers: pin {p:?} does not parse: {e}");
                 continue;
             }
         };
@@ -338,11 +282,12 @@ pub async fn pin_loop(
             seen = Some((mtime, entries));
             let (st, pins, t) = (state.clone(), pins.clone(), tiers.clone());
             let r = tokio::task::spawn_blocking(move || {
+                let _job = tracing::info_span!("pins").entered();
                 pinned_tracks(&st.db, &pins, st.music.roots()).map(|tracks| t.set_pinned(tracks))
             })
             .await;
             if let Ok(Err(e)) = r {
-                eprintln!("spindle: tiers: pins: {e}");
+                tracing::warn!("tiers: pins: {e}");
             }
         }
         tokio::select! {
@@ -357,10 +302,12 @@ mod tests {
     use super::*;
     use crate::params::Params;
     use crate::scrobble::store;
+    use crate::state::lock;
     use crate::{Accounts, Config, ManualClock, Music};
     use axum::body::Body;
     use axum::http::{Request, StatusCode};
     use spindle_tiers::placement::{key_id, HotPolicy};
+    use std::sync::Mutex;
     use tower::ServiceExt;
 
     const PW: &str = "pw for tests";
@@ -534,11 +481,9 @@ mod tests {
         let sig = p.signature(&secret);
         p.0.push(("api_sig".into(), sig));
         p.0.push(("format".into(), "json".into()));
-        let form: String =
-            p.0.iter()
-                .map(|(k, v)| format!("{}={}", urlencode(k), urlencode(v)))
-                .collect::<Vec<_>>()
-                .join("&");
+        let form = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(&p.0)
+            .finish();
         let req = Request::post("/2.0/")
             .header("content-type", "application/x-www-form-urlencoded")
             .body(Body::from(form))
@@ -608,16 +553,5 @@ mod tests {
 
     fn hex(s: &str) -> String {
         s.bytes().map(|b| format!("{b:02x}")).collect()
-    }
-
-    fn urlencode(s: &str) -> String {
-        s.bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                    (b as char).to_string()
-                }
-                _ => format!("%{b:02X}"),
-            })
-            .collect()
     }
 }

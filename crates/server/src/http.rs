@@ -31,7 +31,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tower::ServiceExt;
 
-use crate::stream::sendfile::{self, SendQueue, SendfileStream};
+use crate::stream::sendfile::{self, SendQueue, SendfileStream, SentBytes};
 
 /// hyper's buffer limit per connection: request heads up to this size,
 /// and at most this much of a body queued beyond one chunk.
@@ -76,11 +76,13 @@ impl From<&crate::Config> for ConnSettings {
 
 /// Serves `app` on `listener` until `shutdown` resolves; then stops
 /// accepting, lets each connection finish its request in flight, and
-/// returns when all have closed.
+/// returns when all have closed. Bytes sent by `sendfile` are counted in
+/// `sent` (the server's metrics).
 pub async fn serve_connections(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     settings: ConnSettings,
+    sent: SentBytes,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (signal_tx, signal_rx) = tokio::sync::watch::channel(());
@@ -118,6 +120,7 @@ pub async fn serve_connections(
         let mut signal = signal_rx.clone();
         let close = close_rx.clone();
         let queue = std::sync::Arc::new(SendQueue::default());
+        let sent = sent.clone();
         tokio::spawn(sendfile::scope(queue.clone(), async move {
             let mut builder = hyper::server::conn::http1::Builder::new();
             // writev(true): hyper queues body buffers as they are, which
@@ -127,7 +130,7 @@ pub async fn serve_connections(
                 .writev(true)
                 .timer(TokioTimer::new())
                 .header_read_timeout(settings.header_timeout);
-            let io = SendfileStream::new(stream, queue, settings.write_timeout);
+            let io = SendfileStream::new(stream, queue, sent, settings.write_timeout);
             let conn = builder.serve_connection(TokioIo::new(io), svc);
             let mut conn = std::pin::pin!(conn);
             tokio::select! {
@@ -188,11 +191,12 @@ mod tests {
         }
     }
 
-    /// Serves `app` with `settings` on a loopback port; the sender stops
-    /// the server.
+    /// Serves `app` with `settings` on a loopback port, counting bytes
+    /// sent by `sendfile` in `sent`; the sender stops the server.
     async fn start(
         app: axum::Router,
         settings: ConnSettings,
+        sent: SentBytes,
     ) -> (
         SocketAddr,
         tokio::sync::oneshot::Sender<()>,
@@ -201,9 +205,15 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve_connections(listener, app, settings, async move {
-            let _ = stopped.await;
-        }));
+        let server = tokio::spawn(serve_connections(
+            listener,
+            app,
+            settings,
+            sent,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
         (addr, stop, server)
     }
 
@@ -247,7 +257,7 @@ mod tests {
                 async move { big }
             }),
         );
-        let (addr, stop, server) = start(app, short(10_000, 300)).await;
+        let (addr, stop, server) = start(app, short(10_000, 300), SentBytes::default()).await;
         // A small receive window: the server's socket fills at once.
         let sock = tokio::net::TcpSocket::new_v4().unwrap();
         sock.set_recv_buffer_size(4096).unwrap();
@@ -277,7 +287,7 @@ mod tests {
     #[tokio::test]
     async fn unfinished_heads_and_idle_connections_are_closed_after_the_header_timeout() {
         let app = axum::Router::new().route("/", axum::routing::get(|| async { "hi" }));
-        let (addr, stop, server) = start(app, short(300, 10_000)).await;
+        let (addr, stop, server) = start(app, short(300, 10_000), SentBytes::default()).await;
         let started = std::time::Instant::now();
         let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
         slow.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n")
@@ -329,20 +339,15 @@ mod tests {
                 },
             ),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         // A small send queue: sendfile stops short and resumes many times.
         let settings = ConnSettings {
             send_queue: 16 * 1024,
             ..ConnSettings::from(&crate::Config::default())
         };
-        let server = tokio::spawn(serve_connections(listener, app, settings, async move {
-            let _ = stopped.await;
-        }));
+        let sent = SentBytes::default();
+        let (addr, stop, server) = start(app, settings, sent.clone()).await;
         let cold = std::fs::File::open(dir.path().join("cold")).unwrap();
 
-        let zero_copy_before = crate::stream::sendfile::bytes_sent();
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
         let mut buf = Vec::new();
         let cases: &[(&str, Option<&str>, std::ops::Range<usize>)] = &[
@@ -382,7 +387,7 @@ mod tests {
             }
         }
         // The warm file went out by sendfile (at least its whole copies).
-        assert!(crate::stream::sendfile::bytes_sent() - zero_copy_before >= 3 * data.len() as u64);
+        assert!(sent.get() >= 3 * data.len() as u64);
         drop(s);
         let _ = stop.send(());
         server.await.unwrap().unwrap();

@@ -60,8 +60,10 @@ pub mod subsonic;
 pub mod throttle;
 pub mod tiered;
 pub mod time;
+pub mod upload;
 pub mod userdata;
 pub mod web;
+mod worker;
 pub mod xml;
 
 use std::future::Future;
@@ -107,7 +109,8 @@ pub async fn serve(
     let app = router(state.clone());
     let queries = state.queries.clone();
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = http::serve_connections(listener, app, settings, async move {
+    let sent = state.metrics.sendfile();
+    let server = http::serve_connections(listener, app, settings, sent, async move {
         shutdown.await;
         // Running searches stop now, not at the end of their budget.
         queries.cancel_all();

@@ -6,93 +6,34 @@
 //! `timesplayed` and `laststarted` (source `server`) are updated in one
 //! library commit per batch. This runs on a thread of its own so that a
 //! scrobble is acknowledged once it is in the listens log, without
-//! waiting for the library; [`Linker::stop`] ends it after the last
-//! batch sent and joins it.
+//! waiting for the library ([`crate::worker`]); its `stop` ends it after
+//! the last batch sent and joins it.
 
 use std::collections::HashMap;
-use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
 use spindle_listens::Listen;
 use spindle_query::{Coll, Filter, FilterOp, SourcePref, Value};
 use spindle_store::{Db, Op};
 
-use crate::state::lock;
+use crate::worker::BatchWorker;
 
 pub(crate) const SOURCE: &str = "server";
 
-pub(crate) struct Linker {
-    tx: Mutex<Option<Sender<Vec<Listen>>>>,
-    /// (batches sent, batches done)
-    progress: Arc<(Mutex<(u64, u64)>, Condvar)>,
-    thread: Mutex<Option<JoinHandle<()>>>,
-}
+/// The library linker: a thread over batches of accepted listens.
+pub(crate) type Linker = BatchWorker<Listen>;
 
-impl Linker {
-    pub(crate) fn start(db: Arc<Db>) -> Linker {
-        let (tx, rx) = channel::<Vec<Listen>>();
-        let progress = Arc::new((Mutex::new((0u64, 0u64)), Condvar::new()));
-        let p2 = progress.clone();
-        let spawned = std::thread::Builder::new()
-            .name("spindle-link".into())
-            .spawn(move || {
-                while let Ok(mut batch) = rx.recv() {
-                    let mut n = 1;
-                    while let Ok(more) = rx.try_recv() {
-                        batch.extend(more);
-                        n += 1;
-                    }
-                    if let Err(e) = link(&db, &batch) {
-                        eprintln!("spindle: updating play counts in the library failed: {e}");
-                    }
-                    let (m, cv) = &*p2;
-                    lock(m).1 += n;
-                    cv.notify_all();
-                }
-            });
-        let thread = match spawned {
-            Ok(t) => Some(t),
-            Err(e) => {
-                eprintln!("spindle: listens will not update play counts: {e}");
-                None
+/// Starts the linker of `db`.
+pub(crate) fn start(db: Arc<Db>) -> Linker {
+    BatchWorker::start(
+        "spindle-link",
+        "listens will not update play counts",
+        move |batch| {
+            if let Err(e) = link(&db, &batch) {
+                tracing::error!("updating play counts in the library failed: {e}");
             }
-        };
-        Linker {
-            tx: Mutex::new(Some(tx)),
-            progress,
-            thread: Mutex::new(thread),
-        }
-    }
-
-    /// Closes the queue: the thread links what was sent and ends; waits
-    /// for it. Later [`Linker::send`]s are dropped.
-    pub(crate) fn stop(&self) {
-        drop(lock(&self.tx).take());
-        if let Some(t) = lock(&self.thread).take() {
-            let _ = t.join();
-        }
-    }
-
-    pub(crate) fn send(&self, listens: Vec<Listen>) {
-        if listens.is_empty() {
-            return;
-        }
-        let tx = lock(&self.tx);
-        if let Some(tx) = tx.as_ref() {
-            if tx.send(listens).is_ok() {
-                lock(&self.progress.0).0 += 1;
-            }
-        }
-    }
-
-    pub(crate) fn flush(&self) {
-        let (m, cv) = &*self.progress;
-        let mut g = lock(m);
-        while g.1 < g.0 {
-            g = cv.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-    }
+        },
+    )
 }
 
 fn eq(key: &str, v: &str) -> Coll {

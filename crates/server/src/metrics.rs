@@ -20,6 +20,7 @@ use axum::response::Response;
 
 use crate::auth_guard::{http_refusal, ClientIp, Denied};
 use crate::state::AppState;
+use crate::stream::sendfile::SentBytes;
 
 /// Upper bounds of the latency histogram, seconds.
 const BUCKETS: [f64; 10] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
@@ -64,6 +65,9 @@ pub struct Metrics {
     bytes: AtomicU64,
     buckets: [AtomicU64; BUCKETS.len()],
     latency_sum_us: AtomicU64,
+    /// Bytes of streams the connections sent by `sendfile` (the
+    /// connection loop counts them, [`Metrics::sendfile`]).
+    sendfile: SentBytes,
 }
 
 impl Metrics {
@@ -101,6 +105,11 @@ impl Metrics {
         }
     }
 
+    /// Where the connection loop counts the bytes it sends by `sendfile`.
+    pub fn sendfile(&self) -> SentBytes {
+        self.sendfile.clone()
+    }
+
     /// The text exposition, with the library's size.
     pub fn render(&self, entries: usize, songs: usize, albums: usize, artists: usize) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -109,7 +118,7 @@ impl Metrics {
         let _ = writeln!(s, "# HELP spindle_http_request_errors_total Requests answered with an error.\n# TYPE spindle_http_request_errors_total counter\nspindle_http_request_errors_total {}", g(&self.errors));
         let _ = writeln!(s, "# HELP spindle_streams_total Audio streams started.\n# TYPE spindle_streams_total counter\nspindle_streams_total {}", g(&self.streams));
         let _ = writeln!(s, "# HELP spindle_stream_bytes_total Bytes of audio streams started (ranges counted by length).\n# TYPE spindle_stream_bytes_total counter\nspindle_stream_bytes_total {}", g(&self.bytes));
-        let _ = writeln!(s, "# HELP spindle_stream_sendfile_bytes_total Bytes of streams sent by sendfile from the page cache (no copy through the server).\n# TYPE spindle_stream_sendfile_bytes_total counter\nspindle_stream_sendfile_bytes_total {}", crate::stream::sendfile::bytes_sent());
+        let _ = writeln!(s, "# HELP spindle_stream_sendfile_bytes_total Bytes of streams sent by sendfile from the page cache (no copy through the server).\n# TYPE spindle_stream_sendfile_bytes_total counter\nspindle_stream_sendfile_bytes_total {}", self.sendfile.get());
         let _ = writeln!(s, "# HELP spindle_request_duration_seconds Time to answer a request (to the first byte of a stream).\n# TYPE spindle_request_duration_seconds histogram");
         for (b, le) in self.buckets.iter().zip(BUCKETS) {
             let _ = writeln!(

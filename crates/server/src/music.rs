@@ -188,10 +188,16 @@ impl Music {
     }
 
     /// The file of a song opened for streaming, as [`Music::file_of`]
-    /// checks it, from the open-file cache of [`crate::stream`]; the
-    /// state's [`crate::stream::Reader`] reads it.
-    pub fn stream_of(&self, song: &Song) -> Result<crate::stream::OpenFile, OpenRefused> {
-        crate::stream::open_cached(self.folder_of(song)?, &song.file).inspect_err(log_refused)
+    /// checks it, from the open-file cache of `reader` (the state's
+    /// [`crate::stream::Reader`], which then reads it).
+    pub fn stream_of(
+        &self,
+        reader: &crate::stream::Reader,
+        song: &Song,
+    ) -> Result<crate::stream::OpenFile, OpenRefused> {
+        reader
+            .open(self.folder_of(song)?, &song.file)
+            .inspect_err(log_refused)
     }
 }
 
@@ -218,6 +224,6 @@ pub(crate) fn history_readable(
 /// not news), so an administrator sees links that lead out of a folder.
 fn log_refused(e: &OpenRefused) {
     if !e.is_missing() {
-        eprintln!("spindle: refused to open a file: {e}");
+        tracing::warn!("refused to open a file: {e}");
     }
 }

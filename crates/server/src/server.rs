@@ -341,13 +341,13 @@ fn start_watcher(state: &AppState, rescan_every: Duration) -> Result<Watcher, Op
             music.library_changed();
             match r {
                 Ok(r) if r.added + r.updated + r.moved + r.removed + r.marked_missing > 0 => {
-                    eprintln!(
-                        "spindle: library updated: {} added, {} updated, {} moved, {} removed, {} marked missing",
+                    tracing::info!(
+                        "library updated: {} added, {} updated, {} moved, {} removed, {} marked missing",
                         r.added, r.updated, r.moved, r.removed, r.marked_missing
                     );
                 }
                 Ok(_) => {}
-                Err(e) => eprintln!("spindle: rescan failed: {e}"),
+                Err(e) => tracing::warn!("rescan failed: {e}"),
             }
         }),
     )

@@ -178,8 +178,8 @@ pub struct AppState {
     /// The music folders, the catalog cache, user data and the storage
     /// tiers ([`AppState::with_music`]; none by default).
     pub music: Arc<Music>,
-    /// How streams read files ([`AppState::with_reader`]; tokio's reads
-    /// by default).
+    /// How streams read files, with the files open for them
+    /// ([`AppState::with_reader`]; tokio's reads by default).
     pub(crate) reader: Arc<Reader>,
     /// Logged-in web UI browsers.
     pub(crate) sessions: Arc<Sessions>,
@@ -233,7 +233,7 @@ impl AppState {
         config: Config,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        let linker = Arc::new(Linker::start(db.clone()));
+        let linker = Arc::new(crate::link::start(db.clone()));
         let queries = Arc::new(crate::query_budget::QueryPool::new(config.query_time));
         let bodies = crate::body::Bodies::new(&config);
         let guard = Arc::new(crate::auth_guard::AuthGuard::new(
@@ -267,7 +267,7 @@ impl AppState {
             old.stop();
         }
         self.feed = music.tiers().map(|t| {
-            Arc::new(TierFeed::start(
+            Arc::new(crate::hot::feed(
                 self.db.clone(),
                 t.clone(),
                 music.roots().to_vec(),

@@ -12,7 +12,7 @@
 //!
 //! Which file: callers resolve a library entry id to a song and open its
 //! file through its music folder's checked open
-//! ([`crate::music::Music::stream_of`], [`open_cached`]); no request
+//! ([`crate::music::Music::stream_of`], [`Reader::open`]); no request
 //! parameter is ever used as a path.
 
 use std::collections::HashMap;
@@ -69,31 +69,63 @@ impl ReadEngine {
 
 /// How streams read files: tokio's file reads, or one of spindle-io's
 /// engines on an IO thread of its own (stopped when the last clone of
-/// the server state drops). One per server, in its state: streaming code
+/// the server state drops); with the files open for streaming and the
+/// count of open streams. One per server, in its state: streaming code
 /// gets it from there, never from a process-wide static.
 #[derive(Default)]
-pub struct Reader(Option<pool::Pool>);
+pub struct Reader {
+    pool: Option<pool::Pool>,
+    /// Files opened for streams, reused by the next ones ([`Reader::open`]).
+    files: OpenCache,
+    /// The streams open now, which share the chunk budget.
+    streams: pool::OpenStreams,
+}
 
 impl Reader {
     /// Starts `engine`. Returns it with the reason when an io_uring
     /// engine fell back to psync (io_uring unavailable here).
     pub fn start(engine: ReadEngine) -> Result<(Reader, Option<String>), spindle_io::SetupError> {
         match engine {
-            ReadEngine::Tokio => Ok((Reader(None), None)),
+            ReadEngine::Tokio => Ok((Reader::default(), None)),
             ReadEngine::Io(kind) => {
                 let (p, fell_back) = pool::Pool::start(kind)?;
-                Ok((Reader(Some(p)), fell_back))
+                let reader = Reader {
+                    pool: Some(p),
+                    ..Reader::default()
+                };
+                Ok((reader, fell_back))
             }
         }
     }
 
     /// What runs: `tokio`, or the engine's name (after any fallback).
     pub fn name(&self) -> &'static str {
-        self.0.as_ref().map_or("tokio", |p| p.kind().name())
+        self.pool.as_ref().map_or("tokio", |p| p.kind().name())
     }
 
-    fn pool(&self) -> Option<&pool::Pool> {
-        self.0.as_ref()
+    /// The file at `path` (absolute under `root`, or relative to it),
+    /// opened through `root`'s checked open, from a small cache of open
+    /// files (like nginx's `open_file_cache`): a stream of a popular track
+    /// costs no `open`, no `fstat`, and no wake-up of the music folders'
+    /// watcher, which hears every open. Only files the checked open gave
+    /// are cached, keyed by their folder, so nothing reaches a stream
+    /// without the check.
+    pub fn open(&self, root: &MusicRoot, path: &Path) -> Result<OpenFile, OpenRefused> {
+        let now = std::time::Instant::now();
+        let rel = root.relative(path)?;
+        let key = (root.path().to_path_buf(), rel);
+        if let Some(f) = self.files.get(&key, now) {
+            return Ok(f);
+        }
+        let (file, meta) = root.open(&key.1)?;
+        let entry = OpenFile {
+            file: std::sync::Arc::new(file),
+            meta,
+            root: root.clone(),
+            rel: key.1.clone(),
+        };
+        self.files.put(key, entry.clone(), now);
+        Ok(entry)
     }
 }
 
@@ -118,23 +150,20 @@ pub struct OpenFile {
     rel: PathBuf,
 }
 
-/// Answers by (music folder, path below it), each kept for
+/// Open files by (music folder, path below it), each kept for
 /// [`OPEN_CACHE_TTL`], at most [`OPEN_CACHE_MAX`] of them (expired ones
 /// are dropped when it is full).
-struct PathCache<V>(std::sync::Mutex<HashMap<(PathBuf, PathBuf), (V, std::time::Instant)>>);
+#[derive(Default)]
+struct OpenCache(std::sync::Mutex<HashMap<(PathBuf, PathBuf), (OpenFile, std::time::Instant)>>);
 
-impl<V: Clone> PathCache<V> {
-    fn new() -> PathCache<V> {
-        PathCache(std::sync::Mutex::new(HashMap::new()))
-    }
-
-    fn get(&self, key: &(PathBuf, PathBuf), now: std::time::Instant) -> Option<V> {
+impl OpenCache {
+    fn get(&self, key: &(PathBuf, PathBuf), now: std::time::Instant) -> Option<OpenFile> {
         let cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let (v, at) = cache.get(key)?;
         (now.duration_since(*at) < OPEN_CACHE_TTL).then(|| v.clone())
     }
 
-    fn put(&self, key: (PathBuf, PathBuf), v: V, now: std::time::Instant) {
+    fn put(&self, key: (PathBuf, PathBuf), v: OpenFile, now: std::time::Instant) {
         let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= OPEN_CACHE_MAX {
             cache.retain(|_, (_, at)| now.duration_since(*at) < OPEN_CACHE_TTL);
@@ -143,33 +172,6 @@ impl<V: Clone> PathCache<V> {
             cache.insert(key, (v, now));
         }
     }
-}
-
-static OPEN_CACHE: std::sync::LazyLock<PathCache<OpenFile>> =
-    std::sync::LazyLock::new(PathCache::new);
-
-/// The file at `path` (absolute under `root`, or relative to it), opened
-/// through `root`'s checked open, from a small cache of open files (like
-/// nginx's `open_file_cache`): a stream of a popular track costs no
-/// `open`, no `fstat`, and no wake-up of the music folders' watcher,
-/// which hears every open. Only files the checked open gave are cached,
-/// keyed by their folder, so nothing reaches a stream without the check.
-pub fn open_cached(root: &MusicRoot, path: &Path) -> Result<OpenFile, OpenRefused> {
-    let now = std::time::Instant::now();
-    let rel = root.relative(path)?;
-    let key = (root.path().to_path_buf(), rel);
-    if let Some(f) = OPEN_CACHE.get(&key, now) {
-        return Ok(f);
-    }
-    let (file, meta) = root.open(&key.1)?;
-    let entry = OpenFile {
-        file: std::sync::Arc::new(file),
-        meta,
-        root: root.clone(),
-        rel: key.1.clone(),
-    };
-    OPEN_CACHE.put(key, entry.clone(), now);
-    Ok(entry)
 }
 
 /// What was sent, for metrics and logs.
@@ -181,7 +183,7 @@ pub struct Sent {
 
 /// Answers a `GET` (or, with `head`, a `HEAD`) for the file at `path`,
 /// opened below its own folder (a regular file, no symlink out of that
-/// folder). Files under a music folder go through [`open_cached`] and
+/// folder). Files under a music folder go through [`Reader::open`] and
 /// [`serve_opened`] with the music folder instead.
 pub async fn serve_file(
     reader: &Reader,
@@ -196,7 +198,7 @@ pub async fn serve_file(
         .ok_or(())
         .and_then(|(dir, name)| {
             let root = MusicRoot::new(dir).map_err(|_| ())?;
-            open_cached(&root, Path::new(name)).map_err(|_| ())
+            reader.open(&root, Path::new(name)).map_err(|_| ())
         });
     match opened {
         Ok(f) => serve_opened(reader, f, content_type, req, head).await,
@@ -205,7 +207,7 @@ pub async fn serve_file(
 }
 
 /// Answers a `GET` (or, with `head`, a `HEAD`) for a file opened by
-/// [`open_cached`], with `content_type`, read by `reader`. The caller has
+/// [`Reader::open`], with `content_type`, read by `reader`. The caller has
 /// checked that the client may read it.
 pub async fn serve_opened(
     reader: &Reader,
@@ -233,8 +235,14 @@ pub async fn serve_opened(
     };
     let body = if head || count == 0 {
         Body::empty()
-    } else if let Some(pool) = reader.pool() {
-        Body::new(pool::FileBody::new(pool, file, start, count))
+    } else if let Some(pool) = &reader.pool {
+        Body::new(pool::FileBody::new(
+            pool,
+            &reader.streams,
+            file,
+            start,
+            count,
+        ))
     } else {
         // A file of its own: tokio reads at the file position, which a
         // duplicate of the cached descriptor would share with others.
@@ -245,10 +253,10 @@ pub async fn serve_opened(
         if start > 0 && file.seek(std::io::SeekFrom::Start(start)).await.is_err() {
             return plain(StatusCode::INTERNAL_SERVER_ERROR, "cannot seek in the file");
         }
-        let reader = file.take(count);
+        let chunk = reader.streams.chunk_len();
         Body::new(TokioBody {
-            inner: tokio_util::io::ReaderStream::with_capacity(reader, pool::chunk_len()),
-            _open: pool::OpenGuard::new(),
+            inner: tokio_util::io::ReaderStream::with_capacity(file.take(count), chunk),
+            _open: reader.streams.open(),
         })
     };
     let sent = Sent {
@@ -279,8 +287,10 @@ impl http_body::Body for TokioBody {
     }
 }
 
-fn plain(status: StatusCode, msg: &'static str) -> (Response, Sent) {
-    let mut r = Response::new(Body::from(msg));
+/// A plain-text answer with `status` and nothing streamed (every
+/// streaming path's errors).
+pub(crate) fn plain(status: StatusCode, msg: impl Into<Body>) -> (Response, Sent) {
+    let mut r = Response::new(msg.into());
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -304,20 +314,28 @@ mod tests {
         r.into_body().collect().await.unwrap().to_bytes().to_vec()
     }
 
+    /// `serve_file` of `path` (as `audio/x`) with the request headers `h`.
+    async fn ask(
+        reader: &Reader,
+        path: &Path,
+        h: &[(&'static str, &str)],
+        head: bool,
+    ) -> (Response, Sent) {
+        let mut m = HeaderMap::new();
+        for (k, v) in h {
+            m.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        serve_file(reader, path, "audio/x", &m, head).await
+    }
+
     #[tokio::test]
     async fn files_are_served_with_ranges_validators_and_304s() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.bin");
         let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         std::fs::write(&path, &data).unwrap();
-        let get = |h: &[(&'static str, String)]| {
-            let mut m = HeaderMap::new();
-            for (k, v) in h {
-                m.insert(*k, HeaderValue::from_str(v).unwrap());
-            }
-            m
-        };
-        let (r, _) = serve_file(&Reader::default(), &path, "audio/x", &get(&[]), false).await;
+        let reader = Reader::default();
+        let (r, _) = ask(&reader, &path, &[], false).await;
         assert_eq!(r.status(), 200);
         let etag = r.headers()[header::ETAG].to_str().unwrap().to_owned();
         let lm = r.headers()[header::LAST_MODIFIED]
@@ -326,14 +344,7 @@ mod tests {
             .to_owned();
         assert_eq!(body_of(r).await, data);
 
-        let (r, s) = serve_file(
-            &Reader::default(),
-            &path,
-            "audio/x",
-            &get(&[("range", "bytes=70000-70009".into())]),
-            false,
-        )
-        .await;
+        let (r, s) = ask(&reader, &path, &[("range", "bytes=70000-70009")], false).await;
         assert_eq!((r.status().as_u16(), s.bytes), (206, 10));
         assert_eq!(
             r.headers()[header::CONTENT_RANGE],
@@ -341,89 +352,31 @@ mod tests {
         );
         assert_eq!(body_of(r).await, &data[70000..70010]);
 
-        let (r, _) = serve_file(
-            &Reader::default(),
-            &path,
-            "audio/x",
-            &get(&[("range", "bytes=-3".into())]),
-            false,
-        )
-        .await;
+        let (r, _) = ask(&reader, &path, &[("range", "bytes=-3")], false).await;
         assert_eq!(body_of(r).await, &data[199_997..]);
 
-        let (r, _) = serve_file(
-            &Reader::default(),
-            &path,
-            "audio/x",
-            &get(&[("range", "bytes=300000-".into())]),
-            false,
-        )
-        .await;
+        let (r, _) = ask(&reader, &path, &[("range", "bytes=300000-")], false).await;
         assert_eq!(r.status(), 416);
         assert_eq!(r.headers()[header::CONTENT_RANGE], "bytes */200000");
 
-        let (r, _) = serve_file(
-            &Reader::default(),
-            &path,
-            "audio/x",
-            &get(&[("if-none-match", etag.clone())]),
-            false,
-        )
-        .await;
+        let (r, _) = ask(&reader, &path, &[("if-none-match", &etag)], false).await;
         assert_eq!(r.status(), 304);
-        let (r, _) = serve_file(
-            &Reader::default(),
-            &path,
-            "audio/x",
-            &get(&[("if-modified-since", lm.clone())]),
-            false,
-        )
-        .await;
+        let (r, _) = ask(&reader, &path, &[("if-modified-since", &lm)], false).await;
         assert_eq!(r.status(), 304);
-        let (r, _) = serve_file(
-            &Reader::default(),
-            &path,
-            "audio/x",
-            &get(&[("if-none-match", "\"other\"".into())]),
-            false,
-        )
-        .await;
+        let (r, _) = ask(&reader, &path, &[("if-none-match", "\"other\"")], false).await;
         assert_eq!(r.status(), 200);
 
         // If-Range with our tag keeps the range; a stale one gets it all.
-        let (r, _) = serve_file(
-            &Reader::default(),
-            &path,
-            "audio/x",
-            &get(&[("range", "bytes=0-0".into()), ("if-range", etag)]),
-            false,
-        )
-        .await;
+        let range = ("range", "bytes=0-0");
+        let (r, _) = ask(&reader, &path, &[range, ("if-range", &etag)], false).await;
         assert_eq!(r.status(), 206);
-        let (r, _) = serve_file(
-            &Reader::default(),
-            &path,
-            "audio/x",
-            &get(&[
-                ("range", "bytes=0-0".into()),
-                ("if-range", "\"stale\"".into()),
-            ]),
-            false,
-        )
-        .await;
+        let (r, _) = ask(&reader, &path, &[range, ("if-range", "\"stale\"")], false).await;
         assert_eq!(r.status(), 200);
-        let (r, _) = serve_file(
-            &Reader::default(),
-            &path,
-            "audio/x",
-            &get(&[("range", "bytes=0-0".into()), ("if-range", lm)]),
-            false,
-        )
-        .await;
+        let (r, _) = ask(&reader, &path, &[range, ("if-range", &lm)], false).await;
         assert_eq!(r.status(), 206);
 
         // HEAD: the headers of a GET, no body.
-        let (r, _) = serve_file(&Reader::default(), &path, "audio/x", &get(&[]), true).await;
+        let (r, _) = ask(&reader, &path, &[], true).await;
         assert_eq!(r.headers()[header::CONTENT_LENGTH], "200000");
         assert!(body_of(r).await.is_empty());
     }

@@ -449,7 +449,7 @@ impl Attempt<'_> {
     }
 
     /// The credential was wrong: counted, and logged. Returns the lines
-    /// logged.
+    /// logged, as the text log shows them.
     pub fn fail(mut self) -> Vec<String> {
         self.done = true;
         self.count_failure()
@@ -462,29 +462,19 @@ impl Attempt<'_> {
             Some(ip) => ip.to_canonical().to_string(),
             None => "an unknown address".to_owned(),
         };
-        let mut lines = Vec::new();
         let who = self.user.as_deref().map(clean_name);
-        lines.push(match &who {
-            Some(u) => format!(
-                "spindle: auth failure for user '{u}' from {from} via {}",
-                self.via
-            ),
-            None => format!(
-                "spindle: auth failure for a token from {from} via {}",
-                self.via
-            ),
-        });
+        let failure = match &who {
+            Some(u) => format!("auth failure for user '{u}' from {from} via {}", self.via),
+            None => format!("auth failure for a token from {from} via {}", self.via),
+        };
+        let (mut address_lock, mut pair_lock, mut slowdown) = (None, None, None);
         let mut t = lock(&th.tables);
         if let Some((secs, true)) = t.addresses.fail(&self.net, now, &l.address, l) {
-            lines.push(format!(
-                "spindle: auth lock for {from} (every user) for {secs} s"
-            ));
+            address_lock = Some(secs);
         }
-        if let (Some(u), Some(name)) = (&self.user, &who) {
+        if let (Some(u), Some(_)) = (&self.user, &who) {
             if let Some((secs, true)) = t.pairs.fail(&(self.net, u.clone()), now, &l.pair, l) {
-                lines.push(format!(
-                    "spindle: auth lock for {from} (user '{name}') for {secs} s"
-                ));
+                pair_lock = Some(secs);
             }
             let slowed = t.accounts.fail(u, now, &l.account, l);
             let first = t
@@ -493,17 +483,34 @@ impl Attempt<'_> {
                 .get(u)
                 .is_some_and(|e| e.failures == l.account.free.saturating_add(1));
             if let (Some((secs, _)), true) = (slowed, first) {
-                lines.push(format!(
-                    "spindle: auth slowdown for user '{name}' for {secs} s ({} failures from any address)",
-                    l.account.free.saturating_add(1)
-                ));
+                slowdown = Some(secs);
             }
         }
         drop(t);
-        for line in &lines {
-            eprintln!("{line}");
+        // One line each, for fail2ban (docs/security.md); the fields
+        // repeat what the line says, for the JSON log.
+        let user = who.as_deref();
+        tracing::info!(user, addr = %from, via = self.via, "{failure}");
+        let mut lines = vec![failure];
+        if let Some(secs) = address_lock {
+            let m = format!("auth lock for {from} (every user) for {secs} s");
+            tracing::info!(addr = %from, secs, "{m}");
+            lines.push(m);
         }
-        lines
+        if let (Some(secs), Some(name)) = (pair_lock, user) {
+            let m = format!("auth lock for {from} (user '{name}') for {secs} s");
+            tracing::info!(user = name, addr = %from, secs, "{m}");
+            lines.push(m);
+        }
+        if let (Some(secs), Some(name)) = (slowdown, user) {
+            let failures = l.account.free.saturating_add(1);
+            let m = format!(
+                "auth slowdown for user '{name}' for {secs} s ({failures} failures from any address)"
+            );
+            tracing::info!(user = name, secs, failures, "{m}");
+            lines.push(m);
+        }
+        lines.into_iter().map(|m| format!("spindle: {m}")).collect()
     }
 }
 

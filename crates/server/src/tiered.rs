@@ -14,34 +14,18 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use spindle_tiers::{Tiers, TrackRef};
 
 use crate::stream::conditional::{self, parse_range, Plan, RangeReq, Validators};
-use crate::stream::Sent;
+use crate::stream::{plain, Sent};
 
 fn etag_of(t: &TrackRef, len: u64) -> String {
     format!(
         "\"t{:x}-{:x}\"",
         len,
         spindle_tiers::placement::key_id(&t.key)
-    )
-}
-
-fn plain(status: StatusCode, msg: String) -> (Response, Sent) {
-    let mut r = Response::new(Body::from(msg));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    (
-        r,
-        Sent {
-            status: status.as_u16(),
-            bytes: 0,
-        },
     )
 }
 
@@ -111,6 +95,7 @@ pub async fn serve_track(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::HeaderValue;
     use spindle_tiers::device::{Backend, Folder, Throttle, Throttled};
     use spindle_tiers::placement::DecayedLfu;
 

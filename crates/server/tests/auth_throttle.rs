@@ -5,6 +5,9 @@
 //! and an unknown user name gets the same answer, as slowly, as a known
 //! one with a wrong password.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,12 +15,15 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{header, Request, StatusCode};
+use common::Setup;
 use http_body_util::BodyExt;
 use spindle_server::accounts::md5_hex;
 use spindle_server::params::Params;
 use spindle_server::throttle::{Limits, Rule, ACCOUNT_MAX_DELAY, LOCK_SECS, MAX_DELAY};
-use spindle_server::{Accounts, AppState, Config, ManualClock};
+use spindle_server::{Config, ManualClock};
 use tower::ServiceExt;
+
+mod common;
 
 const NOW: i64 = 1_700_000_000;
 const PW: &str = "the right one";
@@ -27,26 +33,22 @@ struct Fixture {
     clock: Arc<ManualClock>,
     key: String,
     secret: String,
-    _data: tempfile::TempDir,
+    _data: Setup,
 }
 
 fn fixture(limits: Limits) -> Fixture {
-    let data = tempfile::tempdir().unwrap();
-    let db = Arc::new(spindle_store::Db::open(data.path().join("lib")).unwrap());
-    let accounts = Arc::new(Accounts::open(&data.path().join("accounts")).unwrap());
-    accounts.add_user("ann", PW, 0).unwrap();
-    let (key, secret) = accounts.add_api_key("tests", 0).unwrap();
-    let (listens, _) = spindle_listens::Listens::open(&data.path().join("listens")).unwrap();
+    let d = Setup::empty().user("ann", PW);
+    let (key, secret) = d.accounts.add_api_key("tests", 0).unwrap();
     let clock = Arc::new(ManualClock::new(NOW));
     let mut config = Config::default();
     config.auth.throttle = limits;
-    let state = AppState::new(db, accounts, Arc::new(listens), config, clock.clone());
+    let state = d.state(config, clock.clone());
     Fixture {
         app: spindle_server::router(state),
         clock,
         key,
         secret,
-        _data: data,
+        _data: d,
     }
 }
 

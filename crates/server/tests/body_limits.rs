@@ -5,19 +5,25 @@
 //! being buffered, and ListenBrainz and Subsonic refuse bad credentials
 //! before the body arrives.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use spindle_server::{Accounts, AppState, Config, SystemClock};
+use common::Setup;
+use spindle_server::{Config, SystemClock};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+mod common;
 
 struct Server {
     addr: SocketAddr,
     token: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    _data: tempfile::TempDir,
+    _data: Setup,
 }
 
 impl Drop for Server {
@@ -30,19 +36,9 @@ impl Drop for Server {
 
 /// The whole server with `config`, one user `ann` (password `pw`).
 async fn server(config: Config) -> Server {
-    let data = tempfile::tempdir().unwrap();
-    let db = Arc::new(spindle_store::Db::open(data.path().join("lib")).unwrap());
-    let accounts = Accounts::open(&data.path().join("accounts")).unwrap();
-    accounts.add_user("ann", "pw", 0).unwrap();
-    let token = accounts.user_token("ann").unwrap();
-    let (listens, _) = spindle_listens::Listens::open(&data.path().join("listens")).unwrap();
-    let state = AppState::new(
-        db,
-        Arc::new(accounts),
-        Arc::new(listens),
-        config,
-        Arc::new(SystemClock),
-    );
+    let d = Setup::empty().user("ann", "pw");
+    let token = d.token("ann");
+    let state = d.state(config, Arc::new(SystemClock));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -53,7 +49,7 @@ async fn server(config: Config) -> Server {
         addr,
         token,
         stop: Some(stop),
-        _data: data,
+        _data: d,
     }
 }
 

@@ -4,6 +4,9 @@
 //! a device is refused at once, an oversized cover is skipped, and links
 //! that stay inside the folder work.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,9 +16,10 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use http_body_util::BodyExt;
 use lofty::prelude::{Accessor, TagExt};
-use spindle_media::scan::{file_url, scan, Quiet, ScanOptions};
-use spindle_server::{Accounts, AppState, Config, Music, SystemClock};
+use spindle_server::{Accounts, Config, SystemClock};
 use tower::ServiceExt;
+
+mod common;
 
 const PW: &str = "pw for tests";
 const ALBUM: &str = "Artist 000/Album 000";
@@ -50,22 +54,15 @@ fn fixture(links: impl FnOnce(&Path, &Path, &Path)) -> Fixture {
     links(&music, &elsewhere, &data);
     let db = Arc::new(spindle_store::Db::open(data.join("lib")).unwrap());
     let root = std::fs::canonicalize(&music).unwrap();
-    scan(
-        &db,
-        std::slice::from_ref(&root),
-        &ScanOptions::default(),
-        &mut Quiet,
-    )
-    .unwrap();
-    let (listens, _) = spindle_listens::Listens::open(&data.join("listens")).unwrap();
-    let state = AppState::new(
+    common::scan_folder(&db, &root);
+    let state = common::state(
+        &data,
         db.clone(),
         Arc::new(accounts),
-        Arc::new(listens),
         Config::default(),
         Arc::new(SystemClock),
+        Some(std::slice::from_ref(&root)),
     );
-    let state = state.with_music(Music::new(std::slice::from_ref(&root), &data).unwrap());
     Fixture {
         app: spindle_server::router(state),
         db,
@@ -78,29 +75,12 @@ fn fixture(links: impl FnOnce(&Path, &Path, &Path)) -> Fixture {
 impl Fixture {
     /// The library id of the song at `rel` below the music folder.
     fn id_of(&self, rel: &str) -> Option<String> {
-        let url = file_url(&self.music.join(rel));
-        let lib = self.db.read();
-        let pref = spindle_query::SourcePref::default();
-        let found = lib.ids().find(|&id| {
-            lib.get(id, "url", &pref)
-                .first()
-                .is_some_and(|v| v.to_string() == url)
-        });
-        found.map(|id| id.to_string())
+        common::id_of(&self.db, &self.music.join(rel)).map(|id| id.to_string())
     }
 
     /// `GET /ui/stream/ID` with a web UI session of ann's.
     async fn ui_stream(&self, id: &str) -> (StatusCode, Vec<u8>) {
-        let login = Request::post("/ui/login")
-            .header(header::HOST, "127.0.0.1:4533")
-            .header(header::CONTENT_TYPE, "application/json")
-            .header("x-spindle-csrf", "1")
-            .body(Body::from(format!(r#"{{"user":"ann","password":"{PW}"}}"#)))
-            .unwrap();
-        let r = self.app.clone().oneshot(login).await.unwrap();
-        assert_eq!(r.status(), StatusCode::OK);
-        let cookie = r.headers()[header::SET_COOKIE].to_str().unwrap();
-        let cookie = cookie.split(';').next().unwrap().to_owned();
+        let cookie = common::session(&self.app, "ann", PW).await;
         let req = Request::get(format!("/ui/stream/{id}"))
             .header(header::COOKIE, cookie)
             .body(Body::empty())

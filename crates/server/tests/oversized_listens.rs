@@ -8,18 +8,23 @@
 //! written, read back at the next start as damage, and the log was cut
 //! there, with every later listen of every user.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use common::Setup;
 use http_body_util::BodyExt;
 use spindle_listens::limits::{MAX_ARTIST, MAX_CLIENT};
 use spindle_listens::{Listens, RecentQuery};
-use spindle_media::scan::{scan, Quiet, ScanOptions};
 use spindle_server::accounts::md5_hex;
 use spindle_server::params::Params;
-use spindle_server::{Accounts, AppState, Config, ManualClock, Music};
+use spindle_server::{AppState, Config, ManualClock};
 use tower::ServiceExt;
+
+mod common;
 
 const PW: &str = "pw for tests";
 const NOW: i64 = 1_750_000_000;
@@ -27,38 +32,20 @@ const NOW: i64 = 1_750_000_000;
 struct Fixture {
     app: axum::Router,
     state: AppState,
-    data: tempfile::TempDir,
-    _music: tempfile::TempDir,
+    /// The data dir and the music.
+    data: Setup,
     /// A song's Subsonic id.
     song: String,
 }
 
 fn fixture() -> Fixture {
-    let data = tempfile::tempdir().unwrap();
-    let music = tempfile::tempdir().unwrap();
-    spindle_media::demo::generate_demo(music.path()).unwrap();
-    let db = Arc::new(spindle_store::Db::open(data.path().join("lib")).unwrap());
-    let root = std::fs::canonicalize(music.path()).unwrap();
-    let roots = std::slice::from_ref(&root);
-    scan(&db, roots, &ScanOptions::default(), &mut Quiet).unwrap();
-    let accounts = Accounts::open(&data.path().join("accounts")).unwrap();
-    accounts.add_user("ann", PW, 0).unwrap();
-    accounts.add_user("bob", PW, 0).unwrap();
-    let (listens, _) = Listens::open(&data.path().join("listens")).unwrap();
-    let state = AppState::new(
-        db.clone(),
-        Arc::new(accounts),
-        Arc::new(listens),
-        Config::default(),
-        Arc::new(ManualClock::new(NOW)),
-    );
-    let song = db.read().ids().next().unwrap().to_string();
-    let state = state.with_music(Music::new(roots, data.path()).unwrap());
+    let d = Setup::demo().user("ann", PW).user("bob", PW);
+    let state = d.state(Config::default(), Arc::new(ManualClock::new(NOW)));
+    let song = d.db.read().ids().next().unwrap().to_string();
     Fixture {
         app: spindle_server::router(state.clone()),
         state,
-        data,
-        _music: music,
+        data: d,
         song,
     }
 }
@@ -70,23 +57,11 @@ async fn send(app: &axum::Router, req: Request<Body>) -> (StatusCode, String) {
     (status, String::from_utf8_lossy(&body).into_owned())
 }
 
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
+/// `pairs` as an `application/x-www-form-urlencoded` body.
 fn form(pairs: &[(String, String)]) -> String {
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{}={}", urlencode(k), urlencode(v)))
-        .collect::<Vec<_>>()
-        .join("&")
+    form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
 }
 
 /// A signed Last.fm 2.0 call as `user`, answered in JSON.

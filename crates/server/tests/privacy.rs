@@ -7,15 +7,19 @@
 //! session cookie is `Secure` behind an `https://` public URL; timestamps
 //! at the ends of i64 give an empty page, never a wrap or a panic.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use http_body_util::BodyExt;
+use common::Setup;
 use spindle_server::accounts::md5_hex;
 use spindle_server::params::Params;
-use spindle_server::{Accounts, AppState, Config, ManualClock, Music};
-use tower::ServiceExt;
+use spindle_server::{Accounts, Config, ManualClock, Music};
+
+mod common;
 
 const NOW: i64 = 1_700_000_000;
 const PW: &str = "pw";
@@ -31,37 +35,26 @@ struct Fixture {
     secret: String,
     /// bob's session key, issued under `key`.
     bob_sk: String,
-    _data: tempfile::TempDir,
+    _data: Setup,
 }
 
 fn fixture_with(config: Config) -> Fixture {
-    let data = tempfile::tempdir().unwrap();
-    let db = Arc::new(spindle_store::Db::open(data.path().join("lib")).unwrap());
-    let accounts = Arc::new(Accounts::open(&data.path().join("accounts")).unwrap());
-    accounts.add_user("ann", PW, 0).unwrap();
-    accounts.add_user("bob", PW, 0).unwrap();
-    let (key, secret) = accounts.add_api_key("tests", 0).unwrap();
-    let bob_sk = accounts.new_session("bob", &key, 0).unwrap();
-    let (listens, _) = spindle_listens::Listens::open(&data.path().join("listens")).unwrap();
+    let d = Setup::empty().user("ann", PW).user("bob", PW);
+    let (key, secret) = d.accounts.add_api_key("tests", 0).unwrap();
+    let bob_sk = d.accounts.new_session("bob", &key, 0).unwrap();
     let clock = Arc::new(ManualClock::new(NOW));
-    let state = AppState::new(
-        db,
-        accounts.clone(),
-        Arc::new(listens),
-        config,
-        clock.clone(),
-    );
-    let state = state.with_music(Music::new(&[], data.path()).unwrap());
+    let state = d.state(config, clock.clone());
+    let state = state.with_music(Music::new(&[], d.path()).unwrap());
     Fixture {
         app: spindle_server::router(state),
         clock,
-        bob_token: accounts.user_token("bob").unwrap(),
-        ann_token: accounts.user_token("ann").unwrap(),
-        accounts,
+        bob_token: d.token("bob"),
+        ann_token: d.token("ann"),
+        accounts: d.accounts.clone(),
         key,
         secret,
         bob_sk,
-        _data: data,
+        _data: d,
     }
 }
 
@@ -76,13 +69,7 @@ struct Answer {
 }
 
 async fn send(app: &axum::Router, req: Request<Body>) -> Answer {
-    let r = app.clone().oneshot(req).await.unwrap();
-    let status = r.status();
-    let cookie = r
-        .headers()
-        .get(header::SET_COOKIE)
-        .map(|v| v.to_str().unwrap().to_owned());
-    let body = r.into_body().collect().await.unwrap().to_bytes();
+    let (status, cookie, body) = common::send(app, req).await;
     Answer {
         status,
         cookie,
@@ -145,14 +132,7 @@ async fn submit(f: &Fixture, token: &str, ts: i64, title: &str) -> Answer {
 }
 
 async fn login(f: &Fixture, user: &str) -> String {
-    let req = Request::post("/ui/login")
-        .header(header::CONTENT_TYPE, "application/json")
-        .header("x-spindle-csrf", "1")
-        .body(Body::from(format!(
-            r#"{{"user":"{user}","password":"{PW}"}}"#
-        )))
-        .unwrap();
-    let a = send(&f.app, req).await;
+    let a = send(&f.app, common::login(user, PW)).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     a.cookie.unwrap()
 }

@@ -2,20 +2,25 @@
 //! with wrong ones, another user's data, and path traversal in every id
 //! parameter; streaming answers ranges as RFC 9110 says.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use common::Setup;
 use http_body_util::BodyExt;
-use spindle_media::scan::{scan, Quiet, ScanOptions};
-use spindle_server::{Accounts, AppState, Config, Music, SystemClock};
+use spindle_server::{Config, SystemClock};
 use tower::ServiceExt;
+
+mod common;
 
 const PW: &str = "pw for tests";
 
 struct Fixture {
     app: axum::Router,
-    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    _setup: Setup,
     song: String,
     file: std::path::PathBuf,
     /// ann's ListenBrainz token, to read her (private) history.
@@ -23,47 +28,14 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    let data = tempfile::tempdir().unwrap();
-    let music = tempfile::tempdir().unwrap();
-    let files = spindle_media::demo::generate_demo(music.path()).unwrap();
-    let db = Arc::new(spindle_store::Db::open(data.path().join("lib")).unwrap());
-    let root = std::fs::canonicalize(music.path()).unwrap();
-    scan(
-        &db,
-        std::slice::from_ref(&root),
-        &ScanOptions::default(),
-        &mut Quiet,
-    )
-    .unwrap();
-    let accounts = Accounts::open(&data.path().join("accounts")).unwrap();
-    accounts.add_user("ann", PW, 0).unwrap();
-    accounts.add_user("bob", PW, 0).unwrap();
-    let ann_token = accounts.user_token("ann").unwrap();
-    let (listens, _) = spindle_listens::Listens::open(&data.path().join("listens")).unwrap();
-    let state = AppState::new(
-        db.clone(),
-        Arc::new(accounts),
-        Arc::new(listens),
-        Config::default(),
-        Arc::new(SystemClock),
-    );
-    let state = state.with_music(Music::new(std::slice::from_ref(&root), data.path()).unwrap());
-    let file = std::fs::canonicalize(&files[0]).unwrap();
-    let url = spindle_media::scan::file_url(&file);
-    let lib = db.read();
-    let pref = spindle_query::SourcePref::default();
-    let id = lib
-        .ids()
-        .find(|&id| {
-            lib.get(id, "url", &pref)
-                .first()
-                .is_some_and(|v| v.to_string() == url)
-        })
-        .unwrap();
-    drop(lib);
+    let d = Setup::demo().user("ann", PW).user("bob", PW);
+    let ann_token = d.token("ann");
+    let state = d.state(Config::default(), Arc::new(SystemClock));
+    let file = std::fs::canonicalize(&d.files[0]).unwrap();
+    let id = common::id_of(&d.db, &file).unwrap();
     Fixture {
         app: spindle_server::router(state),
-        _dirs: (data, music),
+        _setup: d,
         song: id.to_string(),
         file,
         ann_token,

@@ -5,60 +5,28 @@
 //! session, artists and an artist page, now playing and recent listens,
 //! the SVG charts over each period, and `/metrics` for a user only.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use http_body_util::BodyExt;
-use spindle_media::scan::{scan, Quiet, ScanOptions};
-use spindle_server::{Accounts, AppState, Config, Music, SystemClock};
+use common::{get, send, session, Setup};
+use spindle_server::{AppState, Config, SystemClock};
 use tower::ServiceExt;
 
-fn app() -> (axum::Router, tempfile::TempDir, tempfile::TempDir) {
-    let (app, _, d, m) = app_with_state();
-    (app, d, m)
+mod common;
+
+fn app() -> (axum::Router, Setup) {
+    let (app, _, d) = app_with_state();
+    (app, d)
 }
 
-fn app_with_state() -> (axum::Router, AppState, tempfile::TempDir, tempfile::TempDir) {
-    let data = tempfile::tempdir().unwrap();
-    let music = tempfile::tempdir().unwrap();
-    spindle_media::demo::generate_demo(music.path()).unwrap();
-    let db = Arc::new(spindle_store::Db::open(data.path().join("lib")).unwrap());
-    let root = std::fs::canonicalize(music.path()).unwrap();
-    scan(
-        &db,
-        std::slice::from_ref(&root),
-        &ScanOptions::default(),
-        &mut Quiet,
-    )
-    .unwrap();
-    let accounts = Accounts::open(&data.path().join("accounts")).unwrap();
-    accounts.add_user("ann", "pw", 0).unwrap();
-    accounts.add_user("bob", "pw2", 0).unwrap();
-    let (listens, _) = spindle_listens::Listens::open(&data.path().join("listens")).unwrap();
-    let state = AppState::new(
-        db,
-        Arc::new(accounts),
-        Arc::new(listens),
-        Config::default(),
-        Arc::new(SystemClock),
-    );
-    let state = state.with_music(Music::new(&[root], data.path()).unwrap());
-    (spindle_server::router(state.clone()), state, data, music)
-}
-
-async fn send(app: &axum::Router, req: Request<Body>) -> (StatusCode, Option<String>, Vec<u8>) {
-    let r = app.clone().oneshot(req).await.unwrap();
-    let status = r.status();
-    let cookie = r
-        .headers()
-        .get(header::SET_COOKIE)
-        .map(|v| v.to_str().unwrap().to_owned());
-    (
-        status,
-        cookie,
-        r.into_body().collect().await.unwrap().to_bytes().to_vec(),
-    )
+fn app_with_state() -> (axum::Router, AppState, Setup) {
+    let d = Setup::demo().user("ann", "pw").user("bob", "pw2");
+    let state = d.state(Config::default(), Arc::new(SystemClock));
+    (spindle_server::router(state.clone()), state, d)
 }
 
 fn login(csrf: bool, origin: Option<&str>, pw: &str) -> Request<Body> {
@@ -83,18 +51,12 @@ fn login_as(user: &str, csrf: bool, origin: Option<&str>, pw: &str) -> Request<B
 
 #[tokio::test]
 async fn the_page_logs_in_searches_and_streams_with_a_session() {
-    let (app, _d, _m) = app();
-    let (s, _, body) = send(&app, Request::get("/").body(Body::empty()).unwrap()).await;
+    let (app, _d) = app();
+    let (s, _, body) = send(&app, get("/")).await;
     assert_eq!(s, StatusCode::OK);
     assert!(String::from_utf8_lossy(&body).contains("<audio"));
     // The AS 1.2 handshake keeps its URL.
-    let (_, _, body) = send(
-        &app,
-        Request::get("/?hs=true&p=1.2&u=ann&t=1&a=x&c=tst&v=1")
-            .body(Body::empty())
-            .unwrap(),
-    )
-    .await;
+    let (_, _, body) = send(&app, get("/?hs=true&p=1.2&u=ann&t=1&a=x&c=tst&v=1")).await;
     assert!(!String::from_utf8_lossy(&body).contains("<html"));
 
     // No session: refused.
@@ -104,7 +66,7 @@ async fn the_page_logs_in_searches_and_streams_with_a_session() {
         "/ui/api/recent",
         "/ui/stream/1",
     ] {
-        let (s, _, _) = send(&app, Request::get(path).body(Body::empty()).unwrap()).await;
+        let (s, _, _) = send(&app, get(path)).await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{path}");
     }
     // Cross-site: no token, or a foreign Origin.
@@ -123,12 +85,7 @@ async fn the_page_logs_in_searches_and_streams_with_a_session() {
         "{c}"
     );
     let session = c.split(';').next().unwrap().to_owned();
-    let get = |p: &str| {
-        Request::get(p)
-            .header(header::COOKIE, session.as_str())
-            .body(Body::empty())
-            .unwrap()
-    };
+    let get = |p: &str| get_as(p, &session);
     let (s, _, body) = send(&app, get("/ui/api/search?q=artist~sine%20AND%20tracknr:2")).await;
     assert_eq!(s, StatusCode::OK);
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
@@ -156,13 +113,7 @@ async fn the_page_logs_in_searches_and_streams_with_a_session() {
     assert_eq!(s, StatusCode::NOT_FOUND);
 }
 
-/// Logs `user` in and returns the `Cookie` header value of the session.
-async fn session(app: &axum::Router, user: &str, pw: &str) -> String {
-    let (s, c, _) = send(app, login_as(user, true, None, pw)).await;
-    assert_eq!(s, StatusCode::OK);
-    c.unwrap().split(';').next().unwrap().to_owned()
-}
-
+/// A `GET` of `path` with the session `cookie`.
 fn get_as(path: &str, cookie: &str) -> Request<Body> {
     Request::get(path)
         .header(header::COOKIE, cookie)
@@ -205,7 +156,7 @@ fn listen(user: &str, ts: i64, artist: &str, title: &str, album: &str) -> spindl
 
 #[tokio::test]
 async fn artists_list_and_an_artist_page_with_albums_and_top_tracks_by_listens() {
-    let (app, state, _d, _m) = app_with_state();
+    let (app, state, _d) = app_with_state();
     let ann = session(&app, "ann", "pw").await;
     let t = now() - 3600;
     // Hum three times, Chime once, and a track the library lacks twice.
@@ -287,7 +238,7 @@ async fn artists_list_and_an_artist_page_with_albums_and_top_tracks_by_listens()
 
 #[tokio::test]
 async fn now_playing_and_recent_listens_follow_every_players_reports() {
-    let (app, state, _d, _m) = app_with_state();
+    let (app, state, _d) = app_with_state();
     let ann = session(&app, "ann", "pw").await;
     let v = json_of(&app, get_as("/ui/api/now", &ann)).await;
     assert!(v["now_playing"].is_null(), "{v}");
@@ -315,11 +266,9 @@ async fn now_playing_and_recent_listens_follow_every_players_reports() {
         .unwrap();
     let (s, _, _) = send(
         &app,
-        Request::get(format!(
+        get(format!(
             "/rest/scrobble?u=ann&p=pw&v=1.16.1&c=feishin&f=json&id={chime}&submission=false"
-        ))
-        .body(Body::empty())
-        .unwrap(),
+        )),
     )
     .await;
     assert_eq!(s, StatusCode::OK);
@@ -342,11 +291,9 @@ async fn now_playing_and_recent_listens_follow_every_players_reports() {
     assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
     let (s, _, _) = send(
         &app,
-        Request::get(format!(
+        get(format!(
             "/rest/scrobble?u=ann&p=pw&v=1.16.1&c=feishin&f=json&id={chime}"
-        ))
-        .body(Body::empty())
-        .unwrap(),
+        )),
     )
     .await;
     assert_eq!(s, StatusCode::OK);
@@ -403,7 +350,7 @@ fn svg_of(body: &[u8]) -> String {
 
 #[tokio::test]
 async fn charts_are_svg_pictures_with_titles_and_a_bar_per_count_over_each_period() {
-    let (app, state, _d, _m) = app_with_state();
+    let (app, state, _d) = app_with_state();
     let ann = session(&app, "ann", "pw").await;
     let day = 86_400;
     let n = now();
@@ -524,7 +471,7 @@ async fn charts_are_svg_pictures_with_titles_and_a_bar_per_count_over_each_perio
 
 #[tokio::test]
 async fn every_ui_route_refuses_no_session_a_wrong_one_and_an_ended_one() {
-    let (app, _state, _d, _m) = app_with_state();
+    let (app, _state, _d) = app_with_state();
     let gets = [
         "/ui/api/me",
         "/ui/api/search?q=",
@@ -553,7 +500,7 @@ async fn every_ui_route_refuses_no_session_a_wrong_one_and_an_ended_one() {
     .await;
     assert_eq!(s, StatusCode::OK);
     for path in gets {
-        let (s, _, _) = send(&app, Request::get(path).body(Body::empty()).unwrap()).await;
+        let (s, _, _) = send(&app, get(path)).await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "no session: {path}");
         let (s, _, _) = send(
             &app,
@@ -618,7 +565,7 @@ fn metrics_req(auth: Option<&str>, cookie: Option<&str>) -> Request<Body> {
 
 #[tokio::test]
 async fn metrics_answer_a_user_by_basic_bearer_or_session_and_refuse_others() {
-    let (app, state, _d, _m) = app_with_state();
+    let (app, state, _d) = app_with_state();
     let r = app.clone().oneshot(metrics_req(None, None)).await.unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     assert!(r.headers()[header::WWW_AUTHENTICATE]
@@ -669,7 +616,7 @@ async fn metrics_answer_a_user_by_basic_bearer_or_session_and_refuse_others() {
         ("/rest/ping?f=json", "failed"),
         ("/rest/getArtists?f=json", "failed"),
     ] {
-        let (s, _, body) = send(&app, Request::get(path).body(Body::empty()).unwrap()).await;
+        let (s, _, body) = send(&app, get(path)).await;
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(
             (s, v["subsonic-response"]["status"].as_str()),

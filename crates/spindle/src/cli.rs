@@ -10,6 +10,7 @@ use crate::cmd::scrobble::ScrobbleCommand;
 use crate::cmd::tiers::TiersCommand;
 use crate::cmd::user::{ApikeyCommand, UserCommand};
 use crate::cmd::{bench::BenchCommand, db::DbCommand, iobench::IobenchArgs, query::QueryArgs};
+use crate::logging::LogFormat;
 
 /// Spindle: your music library, its query language, scrobbling and streaming.
 #[derive(Debug, Parser)]
@@ -44,6 +45,11 @@ pub enum Command {
         /// listeners from exhausting TCP memory.
         #[arg(long, value_name = "KIB", default_value_t = spindle_server::DEFAULT_SEND_QUEUE / 1024)]
         send_queue_kib: u32,
+        /// The log on stderr: text (`spindle: …` lines) or json (one object
+        /// per line). SPINDLE_LOG (else RUST_LOG) filters it, e.g. `debug` or
+        /// `info,spindle_tiers=debug`; the default is info.
+        #[arg(long, value_enum, value_name = "FORMAT", env = "SPINDLE_LOG_FORMAT", default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
     },
     /// Add and refresh the audio files of music folders in the library.
     Scan(ScanArgs),

@@ -4,11 +4,18 @@
 
 mod cli;
 mod cmd;
+mod logging;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = <cli::Cli as clap::Parser>::parse();
+    let (format, prefix) = match &cli.command {
+        cli::Command::Serve { log_format, .. } => (*log_format, "spindle"),
+        cli::Command::Scrobble { .. } => (logging::LogFormat::Text, "spindle scrobble"),
+        _ => (logging::LogFormat::Text, "spindle"),
+    };
+    logging::init(format, prefix);
     match cmd::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {

@@ -3,6 +3,9 @@
 //! threads they ran on. (A 40,000-term search once kept the server alive
 //! for minutes after its signal.)
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

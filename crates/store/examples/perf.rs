@@ -3,19 +3,20 @@
 //! fetch 5 fields).
 //! `cargo run --release -p spindle-store --example perf -- 100000`
 
+use std::error::Error;
 use std::time::Instant;
 
 use spindle_query::{parse, SourcePref, Value};
 use spindle_store::{Db, Op};
 
-fn main() {
+fn main() -> Result<(), Box<dyn Error>> {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(100_000);
     let dir = std::env::temp_dir().join(format!("spindle-perf-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let db = Db::open(&dir).expect("open");
+    let db = Db::open(&dir)?;
     let t = Instant::now();
     let mut ops = Vec::new();
     let mut x: u64 = 42;
@@ -77,18 +78,18 @@ fn main() {
             );
         }
         if i % 5000 == 4999 {
-            db.commit(std::mem::take(&mut ops)).expect("commit");
+            db.commit(std::mem::take(&mut ops))?;
         }
     }
-    db.commit(ops).expect("commit");
+    db.commit(ops)?;
     for k in ["artist", "album", "title", "tracknr", "comment"] {
-        db.commit(vec![Op::CreateIndex(k.into())]).expect("index");
+        db.commit(vec![Op::CreateIndex(k.into())])?;
     }
     eprintln!("load {:?}", t.elapsed());
-    db.compact().expect("compact");
+    db.compact()?;
     drop(db);
     let t = Instant::now();
-    let db = Db::open(&dir).expect("reopen");
+    let db = Db::open(&dir)?;
     let r = db.open_report();
     eprintln!(
         "reopen {:?} (read {:?}, indexes {:?}), data file {} bytes",
@@ -114,8 +115,8 @@ fn main() {
         let mut count = 0;
         for _ in 0..7 {
             let t = Instant::now();
-            let c = parse(q).expect("parse").coll;
-            let ids = lib.query_ids(&c, &pref).expect("query");
+            let c = parse(q)?.coll;
+            let ids = lib.query_ids(&c, &pref)?;
             evals.push(t.elapsed().as_micros());
             let rows = lib.fetch_rows(&ids.ids, &fields, &pref);
             count = rows.len();
@@ -130,4 +131,5 @@ fn main() {
     }
     drop(lib);
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
 }

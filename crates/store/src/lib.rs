@@ -7,7 +7,8 @@
 //! data file plus an fsynced log of committed transactions; indexes are
 //! memory-only and rebuilt on open (S4's "midb" design). The query engine
 //! evaluates `spindle_query` collections over it. [`json`] is the
-//! library's JSON import/export format.
+//! library's JSON import/export format; [`text`] how rows, stats and
+//! entries print; [`edit`] the one-transaction edits of `spindle db`.
 //!
 //! It is *not* a tag reader, a server or a CLI: those sit above it. It is
 //! synchronous; callers in async code run it on a blocking thread.
@@ -35,6 +36,7 @@ mod check;
 mod codec;
 mod column;
 mod db;
+pub mod edit;
 mod engine;
 pub mod error;
 pub mod fold;
@@ -50,6 +52,7 @@ mod perms;
 mod query;
 mod saved;
 mod snapshot;
+pub mod text;
 
 pub use db::{Db, OpenReport, Stats, DATA_FILE, LOCK_FILE, LOG_FILE};
 pub use engine::{Budget, Ids};

@@ -13,6 +13,9 @@
 //! modes); the moments the kills land still vary with timing.
 //! `SPINDLE_CRASH_KILLS` sets the number of kills (default 240).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -142,6 +145,11 @@ fn apply(state: &mut State, ops: &[Op]) {
 
 /// The child: commit each thread's transactions from its start onwards
 /// until killed.
+#[allow(
+    clippy::exit,
+    reason = "a crash test's child process: it must not outlive its parent, and it \
+              ends without unwinding, as a killed server would"
+)]
 fn writer(dir: &str) {
     let starts: Vec<u32> = std::env::var(START_ENV)
         .expect("start counts")

@@ -6,6 +6,9 @@
 //! and its new log loses nothing; a second writer process is told which
 //! PID holds the lock, while readers work alongside.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -364,6 +367,11 @@ const HOLDER_ENV: &str = "SPINDLE_TEST_LOCK_HOLDER";
 /// then obey stdin: `commit N` commits entry N and answers `ACK N`;
 /// `compact N` commits and compacts N times, then answers `DONE`. Exits
 /// when stdin closes.
+#[allow(
+    clippy::exit,
+    reason = "a crash test's child process: it must not outlive its parent, and it \
+              ends without unwinding, as a killed server would"
+)]
 fn hold_lock(dir: &str) {
     // Never outlive a parent that stopped talking (generous: on a loaded
     // machine 150 fsynced compactions have taken over a minute).

@@ -30,7 +30,7 @@ impl AccessLog {
     /// error for the server: it streams on and logs nothing (said once).
     pub fn open(path: PathBuf) -> AccessLog {
         let file = open_append(&path)
-            .map_err(|e| eprintln!("spindle: warning: no access log at {}: {e}", path.display()))
+            .map_err(|e| tracing::warn!(path = %path.display(), "no access log at {}: {e}", path.display()))
             .ok();
         AccessLog {
             path,

@@ -156,7 +156,6 @@ pub fn parse(stdout: &str) -> Result<Outcome, BenchError> {
 }
 
 /// Runs wrk against `host:port` with `script`.
-#[allow(clippy::too_many_arguments)]
 pub fn run(
     exe: &Path,
     prefix: &[String],

@@ -3,12 +3,15 @@
 //!
 //! The layout is drawn once against a small `Canvas` trait with two back
 //! ends: SVG text ([`svg`]) and a PNG raster ([`png`], tiny-skia with a
-//! built-in 8×8 bitmap font, so it needs no system fonts).
+//! built-in 8×8 bitmap font, so it needs no system fonts); [`write()`] puts
+//! both files side by side.
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use super::{BenchReport, Point, Rw};
 use crate::engine::EngineKind;
+use crate::error::BenchError;
 
 const W: f32 = 1200.0;
 const H: f32 = 560.0;
@@ -351,6 +354,36 @@ pub fn png(report: &BenchReport) -> Result<Vec<u8>, String> {
     c.pixmap.encode_png().map_err(|e| e.to_string())
 }
 
+/// `x.svg` → (`x.svg`, `x.png`); `x.png` → (`x.svg`, `x.png`); `x` →
+/// (`x.svg`, `x.png`).
+pub fn paths(p: &Path) -> (PathBuf, PathBuf) {
+    match p.extension().and_then(|e| e.to_str()) {
+        Some("svg") => (p.to_path_buf(), p.with_extension("png")),
+        Some("png") => (p.with_extension("svg"), p.to_path_buf()),
+        _ => {
+            let mut svg = p.as_os_str().to_owned();
+            svg.push(".svg");
+            let mut png = p.as_os_str().to_owned();
+            png.push(".png");
+            (PathBuf::from(svg), PathBuf::from(png))
+        }
+    }
+}
+
+/// Writes the chart as SVG and PNG at [`paths`]`(path)`; returns them.
+pub fn write(report: &BenchReport, path: &Path) -> Result<(PathBuf, PathBuf), BenchError> {
+    let (svg_path, png_path) = paths(path);
+    let put = |p: &Path, bytes: &[u8]| {
+        std::fs::write(p, bytes).map_err(|source| BenchError::Chart {
+            path: p.to_owned(),
+            source,
+        })
+    };
+    put(&svg_path, svg(report).as_bytes())?;
+    put(&png_path, &png(report).map_err(BenchError::ChartRender)?)?;
+    Ok((svg_path, png_path))
+}
+
 struct Svg(String);
 
 fn hex(c: Rgb) -> String {
@@ -519,6 +552,14 @@ impl Canvas for Png {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_svg_and_png_sit_side_by_side() {
+        let pair = |a: &str, b: &str| (PathBuf::from(a), PathBuf::from(b));
+        assert_eq!(paths(Path::new("d/x.svg")), pair("d/x.svg", "d/x.png"));
+        assert_eq!(paths(Path::new("x.png")), pair("x.svg", "x.png"));
+        assert_eq!(paths(Path::new("x.v1")), pair("x.v1.svg", "x.v1.png"));
+    }
 
     #[test]
     fn ticks_cover_the_maximum() {

@@ -14,7 +14,10 @@
 //!   [`allowed_cpus`] / [`pin_current_thread`], which call
 //!   `sched_getaffinity` / `sched_setaffinity`, and
 //!   [`raise_nofile_limit`], which calls `getrlimit` / `setrlimit`.
-#![allow(unsafe_code)]
+#![allow(
+    unsafe_code,
+    reason = "the crate's one unsafe module: each block says why it is sound"
+)]
 
 pub(crate) mod ring;
 
@@ -41,6 +44,11 @@ impl AlignedBuf {
     /// reaches: buffer sizes are checked against [`crate::MAX_BUF_SIZE`].
     pub fn new(len: usize) -> AlignedBuf {
         let cap = len.max(1).next_multiple_of(ALIGN);
+        #[allow(
+            clippy::expect_used,
+            reason = "every caller passes a size checked against MAX_BUF_SIZE (64 MiB), \
+                      far below isize::MAX; see # Panics"
+        )]
         let layout = Layout::from_size_align(cap, ALIGN).expect("buffer size fits in isize");
         // SAFETY: `layout` has a non-zero size (cap >= ALIGN) and a valid
         // power-of-two alignment, as `alloc_zeroed` requires.
@@ -258,15 +266,15 @@ pub fn send_slices(
     use std::os::fd::AsRawFd;
     let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
     let bufs = &bufs[..bufs.len().min(1024)];
-    // SAFETY: an msghdr with no address and no control data whose iovecs
-    // are `bufs` (IoSlice is ABI-compatible with iovec on Unix), valid and
+    // SAFETY: msghdr is a C struct of integers and raw pointers, for which
+    // all-zero bytes are a valid value: no address, no control data.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = bufs.len() as _;
+    // SAFETY: `msg` has no address and no control data, and its iovecs are
+    // `bufs` (IoSlice is ABI-compatible with iovec on Unix), valid and
     // unchanged for the duration of the call; the kernel only reads them.
-    let n = unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
-        msg.msg_iovlen = bufs.len() as _;
-        libc::sendmsg(sock.as_raw_fd(), &msg, flags)
-    };
+    let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, flags) };
     if n < 0 {
         return Err(std::io::Error::last_os_error());
     }

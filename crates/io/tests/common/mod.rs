@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test binary uses only some of these helpers")]
 
 use std::path::PathBuf;
 

@@ -9,16 +9,16 @@
 //! do. Only a read that would wait for the disk goes to the IO thread,
 //! which registers the file with its engine on the first such read and
 //! removes it when the body is dropped. A stream has at most one chunk in
-//! memory either way. How big a chunk is depends on how many
-//! streams are open ([`chunk_len`]): few streams get large chunks (fewer
-//! reads and writes per byte), many streams share a budget, so thousands
-//! of slow listeners cost little memory each.
+//! memory either way. How big a chunk is depends on how many streams of
+//! the server are open ([`OpenStreams::chunk_len`]): few streams get large
+//! chunks (fewer reads and writes per byte), many streams share a budget,
+//! so thousands of slow listeners cost little memory each.
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::task::{Context, Poll};
 
 use axum::body::Bytes;
@@ -36,35 +36,41 @@ pub const BUDGET: usize = 32 << 20;
 /// Reads the IO thread keeps in flight at most.
 const DEPTH: usize = 64;
 
-/// Open streams, for [`chunk_len`].
-static OPEN: AtomicUsize = AtomicUsize::new(0);
+/// The streams of one server that are open now, which share [`BUDGET`]
+/// ([`OpenStreams::chunk_len`]). Held by the server's
+/// [`super::Reader`]; clones share the count.
+#[derive(Clone, Default)]
+pub struct OpenStreams(Arc<AtomicUsize>);
 
-/// The chunk size for a stream now: [`BUDGET`] shared by the open
-/// streams, between [`MIN_CHUNK`] and [`MAX_CHUNK`], in whole 4 KiB pages.
-pub fn chunk_len() -> usize {
-    let open = OPEN.load(Ordering::Relaxed).max(1);
-    (BUDGET / open).clamp(MIN_CHUNK, MAX_CHUNK) & !4095
-}
+impl OpenStreams {
+    /// The chunk size for a stream now: [`BUDGET`] shared by the open
+    /// streams, between [`MIN_CHUNK`] and [`MAX_CHUNK`], in whole 4 KiB
+    /// pages.
+    pub fn chunk_len(&self) -> usize {
+        let open = self.0.load(Ordering::Relaxed).max(1);
+        (BUDGET / open).clamp(MIN_CHUNK, MAX_CHUNK) & !4095
+    }
 
-/// Counts a stream as open while it lives.
-pub struct OpenGuard(());
-
-impl OpenGuard {
-    pub fn new() -> OpenGuard {
-        OPEN.fetch_add(1, Ordering::Relaxed);
-        OpenGuard(())
+    /// Counts a stream as open while the guard lives.
+    pub fn open(&self) -> OpenGuard {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        OpenGuard(self.clone())
     }
 }
 
-impl Default for OpenGuard {
-    fn default() -> Self {
-        OpenGuard::new()
+/// One open stream of [`OpenStreams`], until dropped.
+pub struct OpenGuard(OpenStreams);
+
+impl OpenGuard {
+    /// [`OpenStreams::chunk_len`] of the streams this one is among.
+    pub fn chunk_len(&self) -> usize {
+        self.0.chunk_len()
     }
 }
 
 impl Drop for OpenGuard {
     fn drop(&mut self) {
-        OPEN.fetch_sub(1, Ordering::Relaxed);
+        self.0 .0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -298,12 +304,15 @@ pub struct FileBody {
     /// The connection's queue for ranges sent by `sendfile`, when the
     /// connection can take them (see [`super::sendfile`]).
     zero_copy: Option<std::sync::Arc<super::sendfile::SendQueue>>,
-    _open: OpenGuard,
+    /// Counts it among the open streams, whose number sets its chunks.
+    open: OpenGuard,
 }
 
 impl FileBody {
+    /// A body of `count` bytes of `file` from `start`, one of `streams`.
     pub fn new(
         pool: &Pool,
+        streams: &OpenStreams,
         file: std::sync::Arc<std::fs::File>,
         start: u64,
         count: u64,
@@ -317,7 +326,7 @@ impl FileBody {
             pending: None,
             cache_reads: true,
             zero_copy: super::sendfile::current(),
-            _open: OpenGuard::new(),
+            open: streams.open(),
         }
     }
 
@@ -373,7 +382,7 @@ impl http_body::Body for FileBody {
                     return Poll::Ready(Some(Ok(http_body::Frame::data(data))));
                 }
             }
-            let len = (chunk_len() as u64).min(this.left) as usize;
+            let len = (this.open.chunk_len() as u64).min(this.left) as usize;
             // What the page cache holds is read right here (a memory copy,
             // no hop to the IO thread); the engine gets what would block.
             let mut v = Vec::new();
@@ -442,12 +451,13 @@ mod tests {
 
     #[test]
     fn chunks_shrink_as_streams_open_and_stay_in_bounds() {
-        let alone = chunk_len();
+        let streams = OpenStreams::default();
+        let alone = streams.chunk_len();
         assert!((MIN_CHUNK..=MAX_CHUNK).contains(&alone) && alone.is_multiple_of(4096));
         let many: Vec<OpenGuard> = (0..BUDGET / MIN_CHUNK * 2)
-            .map(|_| OpenGuard::new())
+            .map(|_| streams.open())
             .collect();
-        assert_eq!(chunk_len(), MIN_CHUNK);
+        assert_eq!(streams.chunk_len(), MIN_CHUNK);
         drop(many);
     }
 
@@ -469,10 +479,11 @@ mod tests {
             EngineKind::UringSqpoll,
         ] {
             let (pool, _) = Pool::start(kind).unwrap();
+            let streams = OpenStreams::default();
             for cache in [true, false] {
                 for (start, count) in [(0, len), (1, 300_000), (len - 5, 5), (262_143, 2)] {
                     let f = std::sync::Arc::new(std::fs::File::open(&path).unwrap());
-                    let body = FileBody::new(&pool, f, start, count).cache_reads(cache);
+                    let body = FileBody::new(&pool, &streams, f, start, count).cache_reads(cache);
                     let got = collect(body).await;
                     let want = &data[start as usize..(start + count) as usize];
                     assert!(got == want, "{kind} cache {cache}: {start}+{count}");
@@ -481,7 +492,7 @@ mod tests {
                 // more than the engine's table holds come and go.
                 for _ in 0..(max_files() as usize + 10) {
                     let f = std::sync::Arc::new(std::fs::File::open(&path).unwrap());
-                    let mut body = FileBody::new(&pool, f, 0, len).cache_reads(cache);
+                    let mut body = FileBody::new(&pool, &streams, f, 0, len).cache_reads(cache);
                     let frame = std::future::poll_fn(|cx| {
                         http_body::Body::poll_frame(Pin::new(&mut body), cx)
                     })

@@ -30,6 +30,7 @@
 use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -47,12 +48,21 @@ pub const MAX_STAND_IN: usize = 256 * 1024;
 /// which is why stand-ins are only made for [`SendfileStream`]s.
 static STAND_IN: [u8; MAX_STAND_IN] = [0; MAX_STAND_IN];
 
-/// Bytes sent by `sendfile` since the process started.
-static SENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Bytes a server's connections sent by `sendfile`: the counter of
+/// `/metrics` ([`crate::metrics::Metrics`] holds it), handed to each
+/// [`SendfileStream`] by the connection loop. Clones share the count.
+#[derive(Debug, Clone, Default)]
+pub struct SentBytes(Arc<AtomicU64>);
 
-/// Bytes sent by `sendfile` so far (for `/metrics`).
-pub fn bytes_sent() -> u64 {
-    SENT.load(std::sync::atomic::Ordering::Relaxed)
+impl SentBytes {
+    /// Bytes sent by `sendfile` so far.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn add(&self, n: usize) {
+        self.0.fetch_add(n as u64, Ordering::Relaxed);
+    }
 }
 
 /// A file range waiting to be sent in place of a stand-in.
@@ -123,6 +133,8 @@ fn stand_in_offset(s: &[u8]) -> Option<usize> {
 pub struct SendfileStream {
     tcp: TcpStream,
     queue: Arc<SendQueue>,
+    /// Where the bytes sent by `sendfile` are counted.
+    sent: SentBytes,
     write_timeout: std::time::Duration,
     /// When the socket last refused a write, if no write went through
     /// since.
@@ -135,11 +147,13 @@ impl SendfileStream {
     pub fn new(
         tcp: TcpStream,
         queue: Arc<SendQueue>,
+        sent: SentBytes,
         write_timeout: std::time::Duration,
     ) -> SendfileStream {
         SendfileStream {
             tcp,
             queue,
+            sent,
             write_timeout,
             stalled_since: None,
             timer: None,
@@ -224,7 +238,7 @@ impl SendfileStream {
                 "the file ended early",
             ));
         }
-        SENT.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        self.sent.add(n);
         r.sent += n;
         if r.sent == r.len {
             q.pop_front();
@@ -330,7 +344,12 @@ mod tests {
         });
         let tcp = TcpStream::connect(addr).await.unwrap();
         let queue = Arc::new(SendQueue::default());
-        let mut w = SendfileStream::new(tcp, queue.clone(), std::time::Duration::from_secs(60));
+        let mut w = SendfileStream::new(
+            tcp,
+            queue.clone(),
+            SentBytes::default(),
+            std::time::Duration::from_secs(60),
+        );
         let mut want = Vec::new();
         // head, stand-in, gap, stand-in, stand-in, tail
         type Part<'a> = (Option<(u64, usize)>, &'a [u8]);
@@ -397,7 +416,12 @@ mod tests {
         let _accept = tokio::spawn(async move { listener.accept().await });
         let tcp = TcpStream::connect(addr).await.unwrap();
         let queue = Arc::new(SendQueue::default());
-        let mut w = SendfileStream::new(tcp, queue, std::time::Duration::from_secs(60));
+        let mut w = SendfileStream::new(
+            tcp,
+            queue,
+            SentBytes::default(),
+            std::time::Duration::from_secs(60),
+        );
         // Nothing queued.
         let r = w.write(&STAND_IN[..100]).await;
         assert!(r.is_err());

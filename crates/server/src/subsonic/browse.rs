@@ -2,9 +2,10 @@
 //! genres, and the OpenSubsonic extensions list.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::response::Node;
-use super::{not_found, Ctx, SyncResult};
+use super::{not_found, Ctx, Fail, SyncResult};
 use crate::catalog::{Album, Artist, Catalog, Song};
 use crate::time::iso8601;
 
@@ -137,7 +138,7 @@ fn index_letter(name: &str) -> String {
 /// Artists (indexes into the catalog) under their index letter.
 type Groups = Vec<(String, Vec<usize>)>;
 
-fn grouped(c: &mut Ctx) -> Result<(std::sync::Arc<Catalog>, Groups), super::Fail> {
+fn grouped(c: &mut Ctx) -> Result<(Arc<Catalog>, Groups), Fail> {
     let folder = folder_filter(c)?;
     let cat = c.cat();
     let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
@@ -158,29 +159,29 @@ fn grouped(c: &mut Ctx) -> Result<(std::sync::Arc<Catalog>, Groups), super::Fail
     Ok((cat, groups))
 }
 
+/// The `index` nodes of `groups`, each artist drawn by `artist`.
+fn index_nodes(cat: &Catalog, groups: Groups, artist: impl Fn(&Artist) -> Node) -> Vec<Node> {
+    groups
+        .into_iter()
+        .map(|(l, v)| {
+            let artists = v.iter().map(|&n| artist(&cat.artists[n])).collect();
+            Node::new("index").s("name", l).list("artist", artists)
+        })
+        .collect()
+}
+
 pub(crate) fn indexes(c: &mut Ctx) -> SyncResult {
     let (cat, groups) = grouped(c)?;
     let starred = c.state.music.userdata.starred(&c.user);
-    let idx = groups
-        .into_iter()
-        .map(|(l, v)| {
-            Node::new("index").s("name", l).list(
-                "artist",
-                v.iter()
-                    .map(|&n| {
-                        let a = &cat.artists[n];
-                        starred_attr(
-                            Node::new("artist")
-                                .s("id", a.id.clone())
-                                .s("name", a.name.clone()),
-                            &a.id,
-                            &starred,
-                        )
-                    })
-                    .collect(),
-            )
-        })
-        .collect();
+    let idx = index_nodes(&cat, groups, |a| {
+        starred_attr(
+            Node::new("artist")
+                .s("id", a.id.clone())
+                .s("name", a.name.clone()),
+            &a.id,
+            &starred,
+        )
+    });
     Ok(Some(
         Node::new("indexes")
             .i("lastModified", c.now() * 1000)
@@ -192,17 +193,7 @@ pub(crate) fn indexes(c: &mut Ctx) -> SyncResult {
 pub(crate) fn artists(c: &mut Ctx) -> SyncResult {
     let (cat, groups) = grouped(c)?;
     let starred = c.state.music.userdata.starred(&c.user);
-    let idx = groups
-        .into_iter()
-        .map(|(l, v)| {
-            Node::new("index").s("name", l).list(
-                "artist",
-                v.iter()
-                    .map(|&n| artist_node(&cat, &cat.artists[n], &starred))
-                    .collect(),
-            )
-        })
-        .collect();
+    let idx = index_nodes(&cat, groups, |a| artist_node(&cat, a, &starred));
     Ok(Some(
         Node::new("artists")
             .s("ignoredArticles", "")
@@ -210,11 +201,25 @@ pub(crate) fn artists(c: &mut Ctx) -> SyncResult {
     ))
 }
 
-pub(crate) fn artist(c: &mut Ctx) -> SyncResult {
+/// What a lookup by `id` needs: the id, the catalog, the user's stars.
+fn by_id(c: &mut Ctx) -> Result<(String, Arc<Catalog>, Starred), Fail> {
     let id = c.req("id")?.to_owned();
     let cat = c.cat();
-    let a = cat.artist(&id).ok_or_else(|| not_found("Artist"))?;
     let starred = c.state.music.userdata.starred(&c.user);
+    Ok((id, cat, starred))
+}
+
+/// An album's songs as Subsonic `Child`ren.
+fn song_nodes(cat: &Catalog, a: &Album, starred: &Starred) -> Vec<Node> {
+    a.songs
+        .iter()
+        .map(|&n| song_node(&cat.songs[n], starred))
+        .collect()
+}
+
+pub(crate) fn artist(c: &mut Ctx) -> SyncResult {
+    let (id, cat, starred) = by_id(c)?;
+    let a = cat.artist(&id).ok_or_else(|| not_found("Artist"))?;
     let albums = a
         .albums
         .iter()
@@ -224,32 +229,22 @@ pub(crate) fn artist(c: &mut Ctx) -> SyncResult {
 }
 
 pub(crate) fn album(c: &mut Ctx) -> SyncResult {
-    let id = c.req("id")?.to_owned();
-    let cat = c.cat();
+    let (id, cat, starred) = by_id(c)?;
     let a = cat.album(&id).ok_or_else(|| not_found("Album"))?;
-    let starred = c.state.music.userdata.starred(&c.user);
-    let songs = a
-        .songs
-        .iter()
-        .map(|&n| song_node(&cat.songs[n], &starred))
-        .collect();
+    let songs = song_nodes(&cat, a, &starred);
     Ok(Some(album_node(a, &starred).list("song", songs)))
 }
 
 pub(crate) fn song(c: &mut Ctx) -> SyncResult {
-    let id = c.req("id")?.to_owned();
-    let cat = c.cat();
+    let (id, cat, starred) = by_id(c)?;
     let s = cat.song(&id).ok_or_else(|| not_found("Song"))?;
-    let starred = c.state.music.userdata.starred(&c.user);
     Ok(Some(song_node(s, &starred)))
 }
 
 /// Folder browsing over the same tree: an artist's directory holds its
 /// albums, an album's directory its songs.
 pub(crate) fn directory(c: &mut Ctx) -> SyncResult {
-    let id = c.req("id")?.to_owned();
-    let cat = c.cat();
-    let starred = c.state.music.userdata.starred(&c.user);
+    let (id, cat, starred) = by_id(c)?;
     if let Some(a) = cat.artist(&id) {
         let kids = a
             .albums
@@ -279,11 +274,7 @@ pub(crate) fn directory(c: &mut Ctx) -> SyncResult {
         ));
     }
     if let Some(al) = cat.album(&id) {
-        let kids = al
-            .songs
-            .iter()
-            .map(|&n| song_node(&cat.songs[n], &starred))
-            .collect();
+        let kids = song_nodes(&cat, al, &starred);
         return Ok(Some(
             Node::new("directory")
                 .s("id", al.id.clone())

@@ -33,7 +33,11 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
         // Through the tiers, the music folder is one copy among several.
         let path = match music.tiers() {
             Some(_) => None,
-            None => Some(music.stream_of(s).map_err(|_| not_found("File"))?),
+            None => Some(
+                music
+                    .stream_of(&c.state.reader, s)
+                    .map_err(|_| not_found("File"))?,
+            ),
         };
         let name = s
             .file
@@ -111,8 +115,9 @@ pub(crate) async fn cover_art(mut c: Ctx) -> Answer {
             Ok(Some(cover)) => return Ok((cover.data, cover.mime)),
             Ok(None) => {}
             Err(e @ TagError::CoverTooLarge { .. }) => {
-                eprintln!(
-                    "spindle: getCoverArt: skipping the cover in {}: {e}",
+                tracing::warn!(
+                    path = %song.file.display(),
+                    "getCoverArt: skipping the cover in {}: {e}",
                     song.file.display()
                 );
             }
@@ -131,7 +136,7 @@ pub(crate) async fn cover_art(mut c: Ctx) -> Answer {
                     return Ok((bytes, mime.to_owned()));
                 }
                 Err(e) if e.is_missing() => {}
-                Err(e) => eprintln!("spindle: getCoverArt: skipping {e}"),
+                Err(e) => tracing::warn!("getCoverArt: skipping {e}"),
             }
         }
         Err(not_found("Cover art"))

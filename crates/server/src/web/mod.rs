@@ -322,7 +322,7 @@ async fn stream(
         // Through the tiers, the music folder is one copy among several.
         let path = match m.tiers() {
             Some(_) => None,
-            None => Some(m.stream_of(s).ok()?),
+            None => Some(m.stream_of(&st2.reader, s).ok()?),
         };
         Some((path, s.content_type.clone(), crate::Music::track_of(s)))
     })

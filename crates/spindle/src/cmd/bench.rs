@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Subcommand;
-use spindle_bench::{run_library, spawn_worker, worker_main, BenchError, LibraryConfig, Side};
+use spindle_bench::{run_library_sizes, spawn_worker, worker_main, LibrarySizes, Side, SizesEvent};
 
 /// Benchmarks that run Spindle and a peer in one run and print ratios.
 #[derive(Debug, Subcommand)]
@@ -85,37 +85,24 @@ fn library(args: &LibraryArgs) -> anyhow::Result<()> {
     } else {
         args.sizes.clone()
     };
-    if sizes.contains(&0) {
-        anyhow::bail!("--entries must be at least 1");
-    }
     let exe = std::env::current_exe().context("finding the spindle executable for the workers")?;
-    let mut reports = Vec::new();
-    for &n in &sizes {
-        let (work, temporary) = match &args.keep {
-            Some(dir) if sizes.len() > 1 => (dir.join(n.to_string()), false),
-            Some(dir) => (dir.clone(), false),
-            None => (
-                std::env::temp_dir().join(format!("spindle-bench-{}-{n}", std::process::id())),
-                true,
-            ),
-        };
-        let mut cfg = LibraryConfig::new(n, work.clone());
-        cfg.rounds = args.rounds;
-        cfg.seed = args.seed;
-        cfg.sides = sides.clone();
-        eprintln!("== bench library: {n} entries");
-        let result = run_library(
-            &cfg,
-            &mut |req| spawn_worker(&exe, &["bench", "library-worker"], req),
-            &mut |line| eprintln!("   {line}"),
-        );
-        if args.show_sql && result.is_ok() {
-            for side in sides.iter().filter(|s| **s != Side::Spindle) {
+    let opts = LibrarySizes {
+        sizes,
+        rounds: args.rounds,
+        seed: args.seed,
+        sides,
+        keep: args.keep.clone(),
+        show_sql: args.show_sql,
+    };
+    let reports = run_library_sizes(
+        &opts,
+        &mut |req| spawn_worker(&exe, &["bench", "library-worker"], req),
+        &mut |ev| match ev {
+            SizesEvent::Size(n) => eprintln!("== bench library: {n} entries"),
+            SizesEvent::Log(line) => eprintln!("   {line}"),
+            SizesEvent::Sql { side, statements } => {
                 println!("-- {}", side.label());
-                for (q, (sql, plan)) in spindle_bench::QUERIES
-                    .iter()
-                    .zip(spindle_bench::sql_statements(&work, *side)?)
-                {
+                for (q, (sql, plan)) in statements {
                     println!("-- {q}\n{sql};");
                     for line in plan.lines() {
                         println!("--   {line}");
@@ -123,21 +110,10 @@ fn library(args: &LibraryArgs) -> anyhow::Result<()> {
                     println!();
                 }
             }
-        }
-        match (&result, temporary) {
-            // Keep the rows of a disagreement for a look.
-            (Err(BenchError::Mismatch(_)), _) => {}
-            (_, true) => {
-                let _ = std::fs::remove_dir_all(&work);
-            }
-            _ => {}
-        }
-        let report = result.with_context(|| format!("bench library at {n} entries"))?;
-        if !args.json {
-            println!("{}", report.render());
-        }
-        reports.push(report);
-    }
+            SizesEvent::Report(r) if !args.json => println!("{}", r.render()),
+            SizesEvent::Report(_) => {}
+        },
+    )?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
     }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Subcommand;
-use spindle_query::Value;
+use spindle_store::edit::{parse_assignment, parse_value};
 use spindle_store::{Db, Op};
 
 use super::UsageError;
@@ -82,14 +82,6 @@ pub enum DbCommand {
     ImportBeets { file: PathBuf },
 }
 
-fn parse_value(s: &str, force_string: bool) -> Value {
-    if force_string {
-        Value::Str(s.to_owned())
-    } else {
-        spindle_query::value_from_str(s)
-    }
-}
-
 fn open_write(dir: &Path) -> anyhow::Result<Db> {
     let db = Db::open(dir).with_context(|| format!("opening the library in {}", dir.display()))?;
     for w in &db.open_report().warnings {
@@ -118,34 +110,11 @@ pub fn run(cmd: &DbCommand, dir: &Path) -> anyhow::Result<ExitCode> {
             source,
             string,
         } => {
-            let mut parsed = Vec::new();
-            for p in props {
-                let Some((k, v)) = p.split_once('=') else {
-                    return Err(UsageError(format!("'{p}' is not KEY=VALUE")).into());
-                };
-                if k.is_empty() {
-                    return Err(UsageError(format!("'{p}' has an empty key")).into());
-                }
-                parsed.push((k.to_owned(), parse_value(v, *string)));
-            }
-            let db = open_write(dir)?;
-            let (entry, mut ops) = match id {
-                Some(id) => (*id, Vec::new()),
-                None => {
-                    let id = db.reserve_id();
-                    (id, vec![Op::CreateEntry(id)])
-                }
-            };
-            for (key, value) in parsed {
-                ops.push(Op::AddProp {
-                    entry,
-                    key,
-                    source: source.clone(),
-                    value,
-                });
-            }
-            db.commit(ops)?;
-            println!("{entry}");
+            let parsed = props
+                .iter()
+                .map(|p| parse_assignment(p, *string).map_err(|e| UsageError(e.to_string())))
+                .collect::<Result<Vec<_>, _>>()?;
+            println!("{}", open_write(dir)?.add_props(*id, parsed, source)?);
         }
         DbCommand::Set {
             id,
@@ -153,82 +122,29 @@ pub fn run(cmd: &DbCommand, dir: &Path) -> anyhow::Result<ExitCode> {
             value,
             source,
             string,
-        } => {
-            let db = open_write(dir)?;
-            db.commit(vec![
-                Op::DelKey {
-                    entry: *id,
-                    key: key.clone(),
-                    source: Some(source.clone()),
-                },
-                Op::AddProp {
-                    entry: *id,
-                    key: key.clone(),
-                    source: source.clone(),
-                    value: parse_value(value, *string),
-                },
-            ])?;
-        }
+        } => open_write(dir)?.replace_prop(*id, key, parse_value(value, *string), source)?,
         DbCommand::Delete { id, key, source } => {
-            let db = open_write(dir)?;
-            let op = match key {
-                Some(key) => Op::DelKey {
-                    entry: *id,
-                    key: key.clone(),
-                    source: source.clone(),
-                },
-                None => Op::DeleteEntry(*id),
-            };
-            db.commit(vec![op])?;
+            open_write(dir)?.delete(*id, key.as_deref(), source.as_deref())?
         }
-        DbCommand::Index { key, drop } => match key {
-            None => {
-                let db = open_read(dir)?;
-                for k in db.read().indexed_keys() {
-                    println!("{k}");
-                }
+        DbCommand::Index { key: None, .. } => {
+            for k in open_read(dir)?.read().indexed_keys() {
+                println!("{k}");
             }
-            Some(key) => {
-                let db = open_write(dir)?;
-                let op = if *drop {
-                    Op::DropIndex(key.clone())
-                } else {
-                    Op::CreateIndex(key.clone())
-                };
-                db.commit(vec![op])?;
-            }
-        },
+        }
+        DbCommand::Index {
+            key: Some(key),
+            drop,
+        } => {
+            let op = if *drop {
+                Op::DropIndex(key.clone())
+            } else {
+                Op::CreateIndex(key.clone())
+            };
+            open_write(dir)?.commit(vec![op])?;
+        }
         DbCommand::Stats => {
             let db = open_read(dir)?;
-            let s = db.stats();
-            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-            println!("library      {}", dir.display());
-            println!("entries      {}", s.entries);
-            println!("properties   {}", s.properties);
-            println!(
-                "sources      {} ({})",
-                s.sources.len(),
-                s.sources.join(", ")
-            );
-            println!(
-                "indexes      {}",
-                if s.indexes.is_empty() {
-                    "-".to_owned()
-                } else {
-                    s.indexes.join(", ")
-                }
-            );
-            println!("collections  {}", s.collections);
-            println!("data file    {:.2} MiB", mib(s.data_file_bytes));
-            println!("log          {:.2} MiB", mib(s.log_bytes));
-            println!(
-                "memory       {:.2} MiB (approximate heap)",
-                mib(s.heap_bytes as u64)
-            );
-            println!(
-                "opened in    {:.1} ms",
-                db.open_report().elapsed.as_secs_f64() * 1000.0
-            );
+            print!("{}", db.stats().render(dir, db.open_report().elapsed));
         }
         DbCommand::Compact => {
             let db = open_write(dir)?;
@@ -242,13 +158,9 @@ pub fn run(cmd: &DbCommand, dir: &Path) -> anyhow::Result<ExitCode> {
         DbCommand::Check => {
             let db = open_read(dir)?;
             let problems = db.read().check();
-            let warnings = db.open_report().warnings.len();
-            if problems.is_empty() && warnings == 0 {
-                println!(
-                    "ok: {} entries, {} properties",
-                    db.stats().entries,
-                    db.stats().properties
-                );
+            if problems.is_empty() && db.open_report().warnings.is_empty() {
+                let s = db.stats();
+                println!("ok: {} entries, {} properties", s.entries, s.properties);
             } else {
                 for p in &problems {
                     println!("problem: {p}");
@@ -258,22 +170,15 @@ pub fn run(cmd: &DbCommand, dir: &Path) -> anyhow::Result<ExitCode> {
         }
         DbCommand::Show { id } => {
             let db = open_read(dir)?;
-            let lib = db.read();
-            if !lib.contains(*id) {
-                bail!("no entry with id {id}");
-            }
-            println!("song_id = {id}");
-            for (k, v, s) in lib.properties(*id) {
-                match v {
-                    spindle_store::ValueRef::Int(i) => println!("{k} = {i}  [{s}]"),
-                    spindle_store::ValueRef::Str(t) => println!("{k} = {t:?}  [{s}]"),
-                }
-            }
+            let text = db.read().describe_entry(*id);
+            print!(
+                "{}",
+                text.with_context(|| format!("no entry with id {id}"))?
+            );
         }
         DbCommand::Save { name, pattern } => {
             spindle_query::parse(pattern).map_err(|e| UsageError(format!("{e}\n  {pattern}")))?;
-            let db = open_write(dir)?;
-            db.commit(vec![Op::SaveCollection {
+            open_write(dir)?.commit(vec![Op::SaveCollection {
                 name: name.clone(),
                 json: pattern.clone(),
             }])?;
@@ -292,8 +197,7 @@ pub fn run(cmd: &DbCommand, dir: &Path) -> anyhow::Result<ExitCode> {
         }
         DbCommand::ExportJson { output } => {
             let db = open_read(dir)?;
-            let arr = spindle_store::json::export(&db.read());
-            let text = serde_json::to_string_pretty(&arr)?;
+            let text = serde_json::to_string_pretty(&spindle_store::json::export(&db.read()))?;
             match output {
                 Some(p) => std::fs::write(p, text + "\n")
                     .with_context(|| format!("writing {}", p.display()))?,

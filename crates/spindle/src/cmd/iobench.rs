@@ -126,14 +126,10 @@ fn config(args: &IobenchArgs) -> anyhow::Result<BenchConfig> {
     Ok(cfg)
 }
 
+/// `v` without repeats, in first-seen order.
 fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
-    let mut out = Vec::new();
-    for &x in v {
-        if !out.contains(&x) {
-            out.push(x);
-        }
-    }
-    out
+    let firsts = v.iter().enumerate().filter(|&(i, x)| !v[..i].contains(x));
+    firsts.map(|(_, &x)| x).collect()
 }
 
 pub fn run(args: &IobenchArgs) -> anyhow::Result<()> {
@@ -183,34 +179,8 @@ pub fn run(args: &IobenchArgs) -> anyhow::Result<()> {
         }
     }
     if !args.no_chart {
-        let chart = &args.chart;
-        let (svg_path, png_path) = chart_paths(chart);
-        std::fs::write(&svg_path, bench::chart::svg(&report))
-            .with_context(|| format!("writing the chart {}", svg_path.display()))?;
-        let png = bench::chart::png(&report)
-            .map_err(|e| anyhow::anyhow!("rendering the PNG chart: {e}"))?;
-        std::fs::write(&png_path, png)
-            .with_context(|| format!("writing the chart {}", png_path.display()))?;
-        eprintln!(
-            "iobench: wrote {} and {}",
-            svg_path.display(),
-            png_path.display()
-        );
+        let (svg, png) = bench::chart::write(&report, &args.chart)?;
+        eprintln!("iobench: wrote {} and {}", svg.display(), png.display());
     }
     Ok(())
-}
-
-/// `x.svg` → (`x.svg`, `x.png`); `x.png` → (`x.svg`, `x.png`); `x` → (`x.svg`, `x.png`).
-fn chart_paths(p: &Path) -> (PathBuf, PathBuf) {
-    match p.extension().and_then(|e| e.to_str()) {
-        Some("svg") => (p.to_path_buf(), p.with_extension("png")),
-        Some("png") => (p.with_extension("svg"), p.to_path_buf()),
-        _ => {
-            let mut svg = p.as_os_str().to_owned();
-            svg.push(".svg");
-            let mut png = p.as_os_str().to_owned();
-            png.push(".png");
-            (PathBuf::from(svg), PathBuf::from(png))
-        }
-    }
 }

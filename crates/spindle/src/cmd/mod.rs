@@ -87,6 +87,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             listen,
             io_engine,
             send_queue_kib,
+            log_format: _,
         } => serve::run(&data_dir, music, listen, io_engine, *send_queue_kib),
         Command::Query(args) => query::run(args, &data_dir),
         Command::Scan(args) => scan::run(args, &data_dir),

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use spindle_query::{Coll, FetchSpec, OrderBy, SourcePref};
+use spindle_query::{FetchSpec, SourcePref};
 use spindle_store::Db;
 
 use super::UsageError;
@@ -57,57 +57,22 @@ pub struct QueryArgs {
     pub format: Format,
 }
 
-/// Show a parse error with a caret under the column.
-fn parse_error(pattern: &str, e: &spindle_query::ParseError) -> UsageError {
-    let caret = " ".repeat(e.column.saturating_sub(1));
-    UsageError(format!("{e}\n  {pattern}\n  {caret}^"))
-}
-
-fn with_order(mut coll: Coll, order: &str) -> Result<Coll, UsageError> {
-    let keys: Vec<&str> = order.split(',').filter(|k| !k.is_empty()).collect();
-    // Stable sorts applied from the last key to the first.
-    for key in keys.iter().rev() {
-        let (descending, key) = match key.strip_prefix('-') {
-            Some(k) => (true, k),
-            None => (false, *key),
-        };
-        let by = match key {
-            "id" => OrderBy::Id,
-            "random" => OrderBy::Random(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64),
-            ),
-            k if k.contains(char::is_whitespace) => {
-                return Err(UsageError(format!("--order: bad key '{k}'")))
-            }
-            k => OrderBy::Value(vec![k.to_owned()]),
-        };
-        coll = Coll::Order {
-            by,
-            descending,
-            operand: Box::new(coll),
-        };
-    }
-    Ok(coll)
-}
-
 pub fn run(args: &QueryArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
-    let parsed = spindle_query::parse(&args.pattern).map_err(|e| parse_error(&args.pattern, &e))?;
+    let parsed =
+        spindle_query::parse(&args.pattern).map_err(|e| UsageError(e.with_caret(&args.pattern)))?;
     for w in &parsed.warnings {
         eprintln!("spindle: warning: {w}");
     }
     let mut coll = parsed.coll;
     if let Some(order) = &args.order {
-        coll = with_order(coll, order)?;
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        coll = coll
+            .ordered_by(order, seed)
+            .map_err(|e| UsageError(format!("--order: {e}")))?;
     }
-    if args.limit.is_some() || args.offset > 0 {
-        coll = Coll::Limit {
-            start: args.offset,
-            length: args.limit,
-            operand: Box::new(coll),
-        };
-    }
+    let coll = coll.window(args.offset, args.limit);
     let pref = args
         .sourcepref
         .as_deref()
@@ -131,114 +96,37 @@ pub fn run(args: &QueryArgs, data_dir: &Path) -> anyhow::Result<ExitCode> {
     }
     let lib = db.read();
     let ids = lib.query_ids(&coll, &pref)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    if let Some(spec) = spec {
-        let v = lib.shape(&spec, &ids.ids, &pref);
-        serde_json::to_writer_pretty(&mut out, &v)?;
-        writeln!(out)?;
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    match args.format {
-        Format::Ids => {
-            for id in &ids.ids {
-                writeln!(out, "{id}")?;
-            }
-        }
-        Format::Json | Format::Table => {
-            let fields: Vec<&str> = args
-                .fetch
-                .split(',')
-                .map(str::trim)
-                .filter(|f| !f.is_empty())
-                .collect();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let fields: Vec<&str> = args
+        .fetch
+        .split(',')
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .collect();
+    match (spec, args.format) {
+        (Some(spec), _) => print_json(&mut out, &lib.shape(&spec, &ids.ids, &pref))?,
+        (None, Format::Ids) => ids.ids.iter().try_for_each(|id| writeln!(out, "{id}"))?,
+        (None, Format::Json) => {
             let rows = lib.fetch_rows(&ids.ids, &fields, &pref);
-            if args.format == Format::Json {
-                write_json(&mut out, &fields, &rows)?;
-            } else {
-                write_table(&mut out, &fields, &rows)?;
-            }
+            print_json(&mut out, &rows.to_json(&fields))?
+        }
+        (None, Format::Table) => {
+            let rows = lib.fetch_rows(&ids.ids, &fields, &pref);
+            rows.write_table(&fields, &mut out)?
         }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
+fn print_json(out: &mut impl Write, v: &serde_json::Value) -> anyhow::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
 fn parse_fetch_spec(text: &str) -> Result<FetchSpec, UsageError> {
-    let json = spindle_query::json::parse_relaxed_json(text)
-        .map_err(|e| UsageError(format!("--fetch: {e}")))?;
-    spindle_query::json::fetch_from_json(&json).map_err(|e| UsageError(format!("--fetch: {e}")))
-}
-
-fn write_json(
-    out: &mut impl Write,
-    fields: &[&str],
-    rows: &spindle_store::Rows<'_>,
-) -> std::io::Result<()> {
-    let arr: Vec<serde_json::Value> = rows
-        .iter()
-        .map(|row| {
-            let mut m = serde_json::Map::new();
-            for (f, v) in fields.iter().zip(row) {
-                if let Some(v) = v {
-                    m.insert((*f).to_owned(), v.to_json());
-                }
-            }
-            serde_json::Value::Object(m)
-        })
-        .collect();
-    serde_json::to_writer_pretty(&mut *out, &arr)?;
-    writeln!(out)
-}
-
-fn write_table(
-    out: &mut impl Write,
-    fields: &[&str],
-    rows: &spindle_store::Rows<'_>,
-) -> std::io::Result<()> {
-    const MAX_WIDTH: usize = 40;
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|row| {
-            row.iter()
-                .map(|v| v.map(|v| v.to_string()).unwrap_or_default())
-                .map(|s| s.replace(['\n', '\t'], " "))
-                .collect()
-        })
-        .collect();
-    let mut widths: Vec<usize> = fields.iter().map(|f| f.chars().count()).collect();
-    for row in &cells {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count().min(MAX_WIDTH));
-        }
-    }
-    let line = |out: &mut dyn Write, row: &[String]| -> std::io::Result<()> {
-        let mut s = String::new();
-        for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            let shown: String = if c.chars().count() > MAX_WIDTH {
-                c.chars().take(MAX_WIDTH - 1).chain(['…']).collect()
-            } else {
-                c.clone()
-            };
-            let pad = w.saturating_sub(shown.chars().count());
-            s.push_str(&shown);
-            if i + 1 < row.len() {
-                s.push_str(&" ".repeat(pad));
-            }
-        }
-        writeln!(out, "{s}")
-    };
-    let header: Vec<String> = fields.iter().map(|f| (*f).to_owned()).collect();
-    line(out, &header)?;
-    for row in &cells {
-        line(out, row)?;
-    }
-    match cells.len() {
-        1 => writeln!(out, "(1 entry)"),
-        n => writeln!(out, "({n} entries)"),
-    }
+    spindle_query::json::parse_relaxed_json(text)
+        .and_then(|json| spindle_query::json::fetch_from_json(&json))
+        .map_err(|e| UsageError(format!("--fetch: {e}")))
 }

@@ -29,7 +29,7 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     let engine = ReadEngine::parse(io_engine).map_err(anyhow::Error::msg)?;
     if let Err(e) = spindle_io::raise_nofile_limit() {
-        eprintln!("spindle: warning: could not raise the open-files limit: {e}");
+        tracing::warn!("could not raise the open-files limit: {e}");
     }
     for d in music {
         anyhow::ensure!(d.is_dir(), "--music {}: not a folder", d.display());
@@ -62,7 +62,7 @@ pub fn run(
         let st = server.state();
         let folders: Vec<String> = st.music.roots().iter().map(|r| r.display().to_string()).collect();
         // stdout's first line is the URL (scripts and tests read it); the
-        // rest goes to stderr.
+        // log goes to stderr.
         println!(
             "spindle: serving http://{addr}/ (library {} entries, {} listens; music: {}; Subsonic API at http://{addr}/rest/)",
             st.db.stats().entries,
@@ -81,33 +81,39 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The start-up lines on stderr: repairs, where the music comes from,
+/// The start-up lines of the log: repairs, where the music comes from,
 /// the scan, the tiers, the IO engine.
 fn print_opened(o: &Opened, xdg: Option<&Path>, engine: &str) {
     for w in &o.warnings {
-        eprintln!("spindle: warning: {w}");
+        tracing::warn!("{w}");
     }
     if let Some(d) = xdg {
-        eprintln!("spindle: no --music given; serving {}", d.display());
+        tracing::info!("no --music given; serving {}", d.display());
     }
     if let Some(d) = &o.demo {
-        eprintln!(
-            "spindle: no --music given and no music folder found; serving a demo library in {}",
+        tracing::info!(
+            "no --music given and no music folder found; serving a demo library in {}",
             d.display()
         );
     }
     let s = &o.scanned;
     for (path, reason) in &s.failed {
-        eprintln!("spindle: cannot read {}: {reason}", path.display());
+        tracing::warn!(path = %path.display(), "cannot read {}: {reason}", path.display());
     }
-    eprintln!(
-        "spindle: scanned {} files in {:.2}s: {} added, {} updated, {} unchanged, {} removed, {} unreadable",
-        s.files, s.elapsed.as_secs_f64(), s.added, s.updated, s.unchanged, s.removed, s.failed.len()
+    tracing::info!(
+        "scanned {} files in {:.2}s: {} added, {} updated, {} unchanged, {} removed, {} unreadable",
+        s.files,
+        s.elapsed.as_secs_f64(),
+        s.added,
+        s.updated,
+        s.unchanged,
+        s.removed,
+        s.failed.len()
     );
     if let Some(st) = &o.tiers {
         if let Some(h) = &st.hot {
-            eprintln!(
-                "spindle: tiers: hot folder {} holds {} copies ({} of {} bytes); {} unfinished or damaged copies removed",
+            tracing::info!(
+                "tiers: hot folder {} holds {} copies ({} of {} bytes); {} unfinished or damaged copies removed",
                 h.path, h.files, h.used, h.budget, h.recovered_dropped
             );
         }
@@ -116,10 +122,10 @@ fn print_opened(o: &Opened, xdg: Option<&Path>, engine: &str) {
             .iter()
             .map(|d| format!("{} ({}, {})", d.name, d.kind, d.state))
             .collect();
-        eprintln!("spindle: tiers: devices {}", names.join(", "));
+        tracing::info!("tiers: devices {}", names.join(", "));
     }
     if let Some(why) = &o.engine_fell_back {
-        eprintln!("spindle: streaming reads use {engine}: {why}");
+        tracing::info!("streaming reads use {engine}: {why}");
     }
 }
 

@@ -2,12 +2,11 @@
 //! policy simulation (the logic lives in `spindle_tiers::sim`; this file
 //! turns the command line into a run and prints it).
 
-use std::io::{BufReader, IsTerminal};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use clap::Subcommand;
-use spindle_tiers::sim::{self, chart, replay, report, targets, PolicyKind, Synthetic, Trace};
+use spindle_tiers::sim::{self, Plan, PolicyKind, SimOptions};
 
 /// Subcommands of `spindle tiers`.
 #[derive(Debug, Subcommand)]
@@ -82,175 +81,53 @@ pub fn run(cmd: &TiersCommand, data_dir: &Path) -> anyhow::Result<()> {
 }
 
 fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
-    let (tracks, requests) = if args.quick {
-        (10_000, 300_000)
-    } else {
-        (args.tracks, args.requests)
-    };
-    anyhow::ensure!(tracks >= 10, "--tracks must be at least 10");
-    anyhow::ensure!(requests >= 1, "--requests must be at least 1");
-    anyhow::ensure!(
-        requests <= u32::MAX as usize,
-        "--requests must be below 2^32"
-    );
-    for &c in &args.capacities {
-        anyhow::ensure!(
-            c > 0.0 && c <= 100.0,
-            "hot-tier sizes are percentages in (0, 100], not {c}"
-        );
-    }
-    for &s in &args.exponents {
-        anyhow::ensure!(
-            s > 0.0 && s < 10.0,
-            "Zipf exponents must be in (0, 10), not {s}"
-        );
-    }
-    let workloads: Vec<String> = match (&args.workloads, &args.replay) {
-        (Some(w), _) => w.clone(),
-        (None, Some(_)) => Vec::new(),
-        (None, None) => vec!["stationary".into(), "shifting".into()],
-    };
-    for w in &workloads {
-        anyhow::ensure!(
-            w == "stationary" || w == "shifting",
-            "unknown workload {w:?}; expected stationary or shifting"
-        );
-    }
-    let policies = args
-        .policies
-        .clone()
-        .unwrap_or_else(|| PolicyKind::ALL.to_vec());
-    let capacities: Vec<f64> = args.capacities.iter().map(|c| c / 100.0).collect();
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-
-    let replayed = match &args.replay {
-        Some(path) => Some(read_replay(path)?),
-        None => None,
-    };
-    let mut jobs: Vec<(String, f64)> = Vec::new();
-    for w in &workloads {
-        for &s in &args.exponents {
-            jobs.push((w.clone(), s));
-        }
-    }
-    let expected = jobs.len() + usize::from(replayed.is_some());
-    let history = args.history.unwrap_or(requests / 5);
-    // A replayed log has no history of its own.
-    let synthetic = if jobs.is_empty() {
-        String::new()
-    } else {
-        format!(" ({tracks} tracks, {requests} requests each after {history} plays of listening history, seed {})", args.seed)
-    };
-    eprintln!(
-        "simulating {} policies × {} hot-tier sizes × {expected} traces{synthetic} on {threads} threads",
-        policies.len(),
-        capacities.len(),
-    );
-    let seed = args.seed;
-    let traces = jobs
-        .into_iter()
-        .map(move |(w, s)| {
-            let p = Synthetic {
-                tracks,
-                requests,
-                exponent: s,
-                seed,
-                history,
-            };
-            if w == "stationary" {
-                sim::workload::stationary(p)
-            } else {
-                sim::workload::shifting(p)
-            }
-        })
-        .chain(replayed);
-
-    let bar = progress_bar((expected * capacities.len() * policies.len()) as u64);
+    let mut plan = Plan::prepare(&SimOptions {
+        tracks: args.tracks,
+        requests: args.requests,
+        seed: args.seed,
+        history: args.history,
+        exponents: args.exponents.clone(),
+        capacities_percent: args.capacities.clone(),
+        workloads: args.workloads.clone(),
+        policies: args.policies.clone(),
+        replay: args.replay.clone(),
+        quick: args.quick,
+        threads: args.threads,
+    })?;
+    eprintln!("{plan}");
+    let (expected, per_trace) = (plan.traces(), plan.runs_per_trace());
+    let bar = progress_bar((expected * per_trace) as u64);
     let started = std::time::Instant::now();
     // Without a terminal, a line per finished trace instead of a bar.
-    let per_trace = capacities.len() * policies.len();
     let plain = !std::io::stderr().is_terminal();
-    let cells = sim::run(
-        traces,
-        expected,
-        &capacities,
-        &policies,
-        threads,
-        &|p| match p {
-            sim::Progress::Trace { label } => bar.set_message(label),
-            sim::Progress::Done { done, total, label } => {
-                bar.set_position(done as u64);
-                bar.set_message(label);
-                if plain && done % per_trace == 0 {
-                    eprintln!(
-                        "trace {}/{expected} done ({done}/{total} runs, {:.0} s)",
-                        done / per_trace,
-                        started.elapsed().as_secs_f64()
-                    );
-                }
-            }
-        },
-    );
-    bar.finish_and_clear();
-    let elapsed = started.elapsed().as_secs_f64();
-    eprintln!("simulated in {elapsed:.1} s");
-    let checks = targets::check(&cells);
-
-    if !args.no_chart {
-        for w in ["stationary", "shifting", "replay"] {
-            let title = format!(
-                "Hot-tier policies, {w} workload{}",
-                if w == "replay" {
-                    String::new()
-                } else {
-                    format!(" ({tracks} tracks, {requests} requests after {history} plays of history, seed {seed})")
-                }
-            );
-            if let Some(svg) = chart::svg(&cells, w, &title) {
-                let path = chart_path(&args.chart, w);
-                std::fs::write(&path, svg)
-                    .with_context(|| format!("writing the chart {}", path.display()))?;
-                eprintln!("chart: {}", path.display());
+    let out = plan.run(&|p| match p {
+        sim::Progress::Trace { label } => bar.set_message(label),
+        sim::Progress::Done { done, total, label } => {
+            bar.set_position(done as u64);
+            bar.set_message(label);
+            if plain && done % per_trace == 0 {
+                eprintln!(
+                    "trace {}/{expected} done ({done}/{total} runs, {:.0} s)",
+                    done / per_trace,
+                    started.elapsed().as_secs_f64()
+                );
             }
         }
-    }
-
-    let json = serde_json::json!({
-        "tracks": tracks,
-        "requests": requests,
-        "history": history,
-        "seed": seed,
-        "seconds": elapsed,
-        "cells": cells,
-        "targets": checks,
     });
-    match args.json.as_deref() {
-        Some(p) if p == Path::new("-") => {
-            println!("{}", serde_json::to_string_pretty(&json)?);
-            return Ok(());
-        }
-        Some(p) => std::fs::write(p, serde_json::to_string_pretty(&json)? + "\n")
-            .with_context(|| format!("writing {}", p.display()))?,
-        None => {}
+    bar.finish_and_clear();
+    eprintln!("simulated in {:.1} s", out.seconds);
+    if !args.no_chart {
+        out.write_charts(&args.chart, &mut |p| eprintln!("chart: {}", p.display()))?;
     }
-    print!("{}", report::tables(&cells, &policies));
-    println!();
-    print!("{}", report::target_lines(&checks));
+    match args.json.as_deref() {
+        Some(p) if p == Path::new("-") => println!("{}", out.json()),
+        Some(p) => {
+            out.write_json(p)?;
+            print!("{out}");
+        }
+        None => print!("{out}"),
+    }
     Ok(())
-}
-
-fn read_replay(path: &Path) -> anyhow::Result<Trace> {
-    let f = std::fs::File::open(path)
-        .with_context(|| format!("opening the access log {}", path.display()))?;
-    replay::read(BufReader::new(f)).with_context(|| format!("replaying {}", path.display()))
-}
-
-fn chart_path(prefix: &Path, workload: &str) -> PathBuf {
-    let mut s = prefix.as_os_str().to_owned();
-    s.push(format!("-{workload}.svg"));
-    PathBuf::from(s)
 }
 
 fn progress_bar(len: u64) -> indicatif::ProgressBar {

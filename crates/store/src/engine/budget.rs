@@ -226,15 +226,13 @@ mod tests {
 
     #[test]
     fn a_deadline_stops_the_query() {
-        let m = Meter::new(Budget::default().with_time(Duration::from_millis(20)));
+        // The clock starts before the meter's, so it sees at least as much.
         let t = Instant::now();
+        let m = Meter::new(Budget::default().with_time(Duration::from_millis(20)));
         while m.tick(1) {}
         assert!(t.elapsed() >= Duration::from_millis(20));
-        assert!(
-            t.elapsed() < Duration::from_millis(500),
-            "{:?}",
-            t.elapsed()
-        );
+        // Generous: a loaded CI machine can stall a thread for a while.
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
         assert!(matches!(m.check(), Err(QueryError::OverTime { .. })));
     }
 }

@@ -55,9 +55,11 @@
 //! Time is counted in requests, not wall-clock time: a quiet server does
 //! not forget its favourites over a holiday.
 
-// Per-scale arrays (units, counters, totals) are walked together by scale
-// index; an index loop reads better than zipped iterators here.
-#![allow(clippy::needless_range_loop)]
+#![allow(
+    clippy::needless_range_loop,
+    reason = "per-scale arrays (units, counters, totals) are walked together by scale \
+              index; an index loop reads better than zipped iterators here"
+)]
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

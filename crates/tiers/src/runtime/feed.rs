@@ -184,8 +184,8 @@ impl Tiers {
             }
         }
         if left_out > 0 {
-            eprintln!(
-                "spindle: tiers: {left_out} pinned tracks stay cold (no copy, or beyond the hot budget of {budget} bytes)"
+            tracing::info!(
+                "tiers: {left_out} pinned tracks stay cold (no copy, or beyond the hot budget of {budget} bytes)"
             );
         }
         let mut demote = Vec::new();

@@ -21,6 +21,7 @@
 //! | `promote.rs` | the promotion and demotion queue | its pacer and counters |
 //! | `replicate.rs` | probes, re-replication, uploads to `mindevcount` | failing devices, the last error, its pacer |
 //! | `status.rs` | [`Status`] and the status file | — |
+//! | `status_text.rs` | [`Status::render`] (what `spindle tiers status` prints), reading the file back | — |
 //! | `tasks.rs` | starting the background tasks, [`Tiers::shutdown`] | the running tasks |
 //!
 //! Lock order: the feed's lock may be held while queueing a job (the
@@ -56,14 +57,16 @@ mod promote;
 mod read;
 mod replicate;
 mod status;
+mod status_text;
 mod tasks;
 #[cfg(test)]
 mod tests;
 
 pub use promote::PromoteError;
 pub use read::{OpenError, StreamError, TierStream};
-pub use replicate::{ReplicateError, UploadError};
+pub use replicate::{ReplicateError, UploadError, UploadReport};
 pub use status::{status_path, DeviceStatus, HotStatus, ReplicationStatus, Status};
+pub use status_text::{human_bytes, read_status, read_status_text, StatusFileError};
 
 /// Why the tiers could not start.
 #[derive(Debug, thiserror::Error)]

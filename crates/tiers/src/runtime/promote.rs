@@ -80,7 +80,7 @@ impl Tiers {
                 }
                 if let Err(e) = self.promote(hot, &t).await {
                     self.promoter.failures.fetch_add(1, Ordering::Relaxed);
-                    eprintln!("spindle: tiers: promoting {e}");
+                    tracing::warn!("tiers: promoting {e}");
                 }
             }
         }

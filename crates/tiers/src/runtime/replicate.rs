@@ -72,6 +72,28 @@ pub enum ReplicateError {
     },
 }
 
+/// What [`Tiers::upload_all`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UploadReport {
+    /// Tracks with `mindevcount` copies or more.
+    pub ok: usize,
+    /// Tracks left with fewer.
+    pub failed: usize,
+    /// Copies the `ok` tracks have in all.
+    pub copies: usize,
+    pub mindevcount: usize,
+}
+
+impl std::fmt::Display for UploadReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "uploaded: {} tracks have {} copies or more ({} copies in all); {} fell short",
+            self.ok, self.mindevcount, self.copies, self.failed
+        )
+    }
+}
+
 /// `errors` joined, or `none` when there are none.
 fn or_none(errors: &[String], none: &str) -> String {
     if errors.is_empty() {
@@ -218,7 +240,7 @@ impl Tiers {
                 Err(e) => {
                     left += 1;
                     r.failures.fetch_add(1, Ordering::Relaxed);
-                    eprintln!("spindle: tiers: re-replicating {e}");
+                    tracing::warn!("tiers: re-replicating {e}");
                     lock(&r.state).last_error = Some(e.to_string());
                 }
             }
@@ -428,5 +450,31 @@ impl Tiers {
             });
         }
         Ok(have.len())
+    }
+
+    /// [`Tiers::replicate`] for each track in turn (`(track, its file)`);
+    /// `failed` hears of every track left short.
+    pub async fn upload_all(
+        &self,
+        tracks: &[(TrackRef, PathBuf)],
+        failed: &mut (dyn FnMut(&UploadError) + Send),
+    ) -> UploadReport {
+        let mut r = UploadReport {
+            mindevcount: self.cfg.mindevcount,
+            ..UploadReport::default()
+        };
+        for (t, path) in tracks {
+            match self.replicate(t, path).await {
+                Ok(n) => {
+                    r.ok += 1;
+                    r.copies += n;
+                }
+                Err(e) => {
+                    r.failed += 1;
+                    failed(&e);
+                }
+            }
+        }
+        r
     }
 }

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use super::promote::Job;
 use super::{lock, Tiers};
@@ -99,10 +100,15 @@ impl Tiers {
         let mut handles = Vec::new();
         if let Some(every) = self.repair.every {
             let me = Arc::downgrade(self);
-            handles.push(tokio::spawn(repair_loop(me, every, stopping.clone())));
+            handles.push(tokio::spawn(
+                repair_loop(me, every, stopping.clone())
+                    .instrument(tracing::info_span!("replicate")),
+            ));
         }
         let me = Arc::downgrade(self);
-        handles.push(tokio::spawn(job_loop(me, rx, stopping.clone())));
+        handles.push(tokio::spawn(
+            job_loop(me, rx, stopping.clone()).instrument(tracing::info_span!("promote")),
+        ));
         let me = Arc::downgrade(self);
         let every = self.tasks.sample_every;
         handles.push(tokio::spawn(sample_loop(me, every, stopping)));
@@ -134,7 +140,7 @@ impl Tiers {
         drop(stop);
         for h in handles {
             if let Err(e) = h.await {
-                eprintln!("spindle: tiers: a background task failed: {e}");
+                tracing::error!("tiers: a background task failed: {e}");
             }
         }
     }

@@ -6,9 +6,10 @@
 //! [`workload`] makes the traces (stationary Zipf, shifting popularity),
 //! [`replay`] reads the server's access log, [`run`] drives the grid on
 //! several threads, [`targets`] checks issue 8's targets and [`chart`]
-//! draws the results.
+//! draws the results; [`plan`] ties them into one run of the command.
 
 pub mod chart;
+pub mod plan;
 pub mod replay;
 pub mod report;
 pub mod targets;
@@ -21,6 +22,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::policy::{next_uses, Arc, Belady, Lru, Policy, S3Fifo, Spindle, StaticSet, WTinyLfu};
+pub use plan::{Outcome, Plan, SimError, SimOptions};
 pub use workload::{Synthetic, Trace};
 
 /// The policies the simulation compares.

@@ -1,0 +1,158 @@
+//! `bench library` at several sizes in one run: a work folder per size
+//! (kept, or temporary and removed after), the SQL of the SQLite layouts
+//! on request, a report per size.
+
+use std::path::PathBuf;
+
+use crate::error::{BenchError, Context};
+use crate::report::LibraryReport;
+use crate::run::{run_library, LibraryConfig, Spawn};
+use crate::worker::{sql_statements, Side, QUERIES};
+
+/// What [`run_library_sizes`] runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LibrarySizes {
+    /// Entries of each library, in order; none may be 0.
+    pub sizes: Vec<u32>,
+    pub rounds: usize,
+    pub seed: u64,
+    pub sides: Vec<Side>,
+    /// Keep the loaded libraries here (a subfolder per size when there
+    /// are several) to reuse them; else in a temporary folder, removed
+    /// after each size unless its contestants disagreed.
+    pub keep: Option<PathBuf>,
+    /// Hear the SQL (and query plans) of every SQLite layout.
+    pub show_sql: bool,
+}
+
+/// What [`run_library_sizes`] tells as it goes.
+#[derive(Debug)]
+pub enum SizesEvent<'a> {
+    /// A size starts.
+    Size(u32),
+    /// A line of progress of the current size.
+    Log(&'a str),
+    /// A SQLite layout's statements: `(query pattern, (SQL, plan))`.
+    Sql {
+        side: Side,
+        statements: Vec<(&'static str, (String, String))>,
+    },
+    /// A size's report.
+    Report(&'a LibraryReport),
+}
+
+/// Runs [`run_library`] at each size; the reports in order.
+pub fn run_library_sizes(
+    o: &LibrarySizes,
+    spawn: &mut Spawn<'_>,
+    on: &mut dyn FnMut(SizesEvent<'_>),
+) -> Result<Vec<LibraryReport>, BenchError> {
+    if o.sizes.contains(&0) {
+        return Err(BenchError::Options("--entries must be at least 1".into()));
+    }
+    let mut reports = Vec::new();
+    for &n in &o.sizes {
+        let (work, temporary) = work_dir(o, n);
+        let mut cfg = LibraryConfig::new(n, work.clone());
+        cfg.rounds = o.rounds;
+        cfg.seed = o.seed;
+        cfg.sides = o.sides.clone();
+        on(SizesEvent::Size(n));
+        let result = run_library(&cfg, spawn, &mut |line| on(SizesEvent::Log(line)));
+        if o.show_sql && result.is_ok() {
+            for &side in o.sides.iter().filter(|s| **s != Side::Spindle) {
+                let statements = QUERIES
+                    .iter()
+                    .copied()
+                    .zip(sql_statements(&work, side)?)
+                    .collect();
+                on(SizesEvent::Sql { side, statements });
+            }
+        }
+        // Keep the rows of a disagreement for a look.
+        if temporary && !matches!(result, Err(BenchError::Mismatch(_))) {
+            let _ = std::fs::remove_dir_all(&work);
+        }
+        let report = result.at_with(|| format!("bench library at {n} entries"))?;
+        on(SizesEvent::Report(&report));
+        reports.push(report);
+    }
+    Ok(reports)
+}
+
+/// The work folder of size `n`, and whether it is temporary.
+fn work_dir(o: &LibrarySizes, n: u32) -> (PathBuf, bool) {
+    match &o.keep {
+        Some(dir) if o.sizes.len() > 1 => (dir.join(n.to_string()), false),
+        Some(dir) => (dir.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("spindle-bench-{}-{n}", std::process::id())),
+            true,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sizes(sizes: Vec<u32>, keep: Option<PathBuf>) -> LibrarySizes {
+        LibrarySizes {
+            sizes,
+            rounds: 1,
+            seed: 1,
+            sides: vec![Side::Spindle],
+            keep,
+            show_sql: false,
+        }
+    }
+
+    #[test]
+    fn a_size_of_zero_is_refused() {
+        let e = run_library_sizes(
+            &sizes(vec![10, 0], None),
+            &mut |_| unreachable!(),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "--entries must be at least 1");
+    }
+
+    #[test]
+    fn kept_libraries_get_a_folder_per_size_when_there_are_several() {
+        let keep = Some(PathBuf::from("k"));
+        assert_eq!(
+            work_dir(&sizes(vec![5], keep.clone()), 5),
+            (PathBuf::from("k"), false)
+        );
+        assert_eq!(
+            work_dir(&sizes(vec![5, 6], keep), 6),
+            (PathBuf::from("k/6"), false)
+        );
+        let (tmp, temporary) = work_dir(&sizes(vec![5], None), 5);
+        assert!(temporary && tmp.starts_with(std::env::temp_dir()));
+    }
+
+    #[test]
+    fn a_failed_worker_names_the_size_and_removes_the_temporary_folder() {
+        let o = sizes(vec![200], None);
+        let (work, _) = work_dir(&o, 200);
+        let mut seen = Vec::new();
+        let e = run_library_sizes(
+            &o,
+            &mut |_| Err(BenchError::Worker("no".into())),
+            &mut |ev| {
+                if let SizesEvent::Size(n) = ev {
+                    seen.push(n);
+                }
+            },
+        )
+        .unwrap_err();
+        assert_eq!(seen, [200]);
+        assert!(
+            e.to_string().starts_with("bench library at 200 entries: "),
+            "{e}"
+        );
+        assert!(!work.exists());
+    }
+}
