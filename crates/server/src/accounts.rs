@@ -139,7 +139,10 @@ impl Accounts {
             path: dir.to_owned(),
             source,
         };
-        std::fs::create_dir_all(dir).map_err(io)?;
+        // Private whatever the umask: the folder holds every password.
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(dir)
+            .map_err(io)?;
         let key_path = dir.join(KEY_FILE);
         let key = match std::fs::read(&key_path) {
             Ok(k) if k.len() == 32 => k,
@@ -473,6 +476,16 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_accounts_folder_is_made_private_whatever_the_umask() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("data").join("accounts");
+        Accounts::open(&sub).unwrap();
+        let mode = std::fs::metadata(&sub).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+    }
 
     #[test]
     fn passwords_sessions_and_tokens_survive_reopen() {
