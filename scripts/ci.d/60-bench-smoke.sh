@@ -24,3 +24,39 @@ grep -Eq '^\| 0\.8 \| 10% \| [0-9.]+ \|' "$out"
 grep -Eq '^- (PASS|MISS): Spindle ≥ W-TinyLFU at every point \(byte hit ratio\)' "$out"
 rm -f "$out"
 echo "== tiers simulate smoke run passed"
+
+# Subsonic latency smoke run: a 3,000-track library served in-process, 30
+# requests of each method. The run fails if any method answers an error or
+# the table is missing; the p99 target is measured on the full run
+# (100,000 tracks, docs/benchmarks.md), not enforced here.
+out=$(mktemp "$ROOT/target/bench-subsonic-ci.XXXXXX")
+target/release/spindle bench subsonic --tracks 3000 --requests 30 | tee "$out"
+grep -q '^| getAlbumList2 byGenre | 30 | ' "$out"
+grep -q '^| search3 "" (500 per page) | 30 | ' "$out"
+grep -q '^| getMusicDirectory | 30 | ' "$out"
+rm -f "$out"
+echo "== bench subsonic smoke run passed"
+
+# Cover resize smoke run: a 1500×1500 JPEG to 300 px, 5 rounds, cold and
+# cached. The run fails if the pipeline fails or the table is missing; the
+# 30 ms target is measured on the full run (3000×3000, docs/benchmarks.md),
+# not enforced here.
+out=$(mktemp "$ROOT/target/bench-covers-ci.XXXXXX")
+target/release/spindle bench covers --source 1500 --rounds 5 | tee "$out"
+grep -q '^| Spindle, cold (no cache)' "$out"
+grep -q '^| Spindle, cached hit' "$out"
+rm -f "$out"
+echo "== bench covers smoke run passed"
+
+# Transcoding smoke run (docs/transcoding.md): four 20 s FLAC files to Opus
+# through `stream` and through the same ffmpeg command run directly. The
+# run fails if a transcode fails or a repeated one is not served from the
+# cache; the throughput and time-to-first-byte targets are reported, not
+# enforced.
+apt_install ffmpeg
+out=$(mktemp "$ROOT/target/bench-transcode-ci.XXXXXX")
+target/release/spindle bench transcode --tracks 4 --seconds 20 --ttfb-rounds 3 | tee "$out"
+grep -q '^| transcodes per second | ' "$out"
+grep -Eq '^- (PASS|MISS): time to first byte under 5 ms cached' "$out"
+rm -f "$out"
+echo "== bench transcode smoke run passed"

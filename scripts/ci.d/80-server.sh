@@ -8,10 +8,10 @@
 # album, play, and check the <audio> time advances; then an artist page,
 # the queue, now playing, recent listens after a scrobble, and the SVG
 # charts with their bars. Then the abuse load of tests/interop/test_abuse_load.py.
-apt_install sox chromium python3-venv
+apt_install sox chromium python3-venv flac lame opus-tools nginx openssl curl
 [[ -x "$ROOT/.venv/bin/pip" ]] || python3 -m venv "$ROOT/.venv"
 missing=()
-for pkg in py-opensonic mutagen pytest; do
+for pkg in py-opensonic mutagen pytest requests aiohttp pillow; do
     "$ROOT/.venv/bin/pip" show -q "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
@@ -19,10 +19,36 @@ if ((${#missing[@]})); then
     "$ROOT/.venv/bin/pip" install -q "${missing[@]}"
 fi
 cargo build --release --locked -p spindle
-cargo test --locked -p spindle-server -p spindle-media --lib -- stream subsonic userdata watch demo
+cargo test --locked -p spindle-server -p spindle-media --lib -- stream subsonic userdata watch demo catalog tags similar m3u
+# Accounts and roles, the public share pages (docs/accounts-format.md,
+# docs/userdata-format.md).
+cargo test --locked -p spindle-server --lib -- accounts share::
+# Cover art: sources, resizing, the disk cache, ETags (docs/cover-art.md).
+cargo test --locked -p spindle-server --lib -- cover
+# First run, the admin page and backups (docs/web-ui.md, docs/backup.md).
+cargo test --locked -p spindle-server --lib -- web:: backup
+cargo test --locked -p spindle-server --test web_admin
+# Settings, TLS, base path and trusted proxies (docs/configuration.md).
+cargo test --locked -p spindle-server --lib -- settings proxy front tls
+cargo test --locked -p spindle-server --test proxy_prefix
+SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
+    "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/interop/test_tls_proxy.py"
 SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
     "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/interop/test_subsonic.py" \
-    "$ROOT/tests/interop/test_web_ui.py"
+    "$ROOT/tests/interop/test_subsonic_metadata.py" \
+    "$ROOT/tests/interop/test_subsonic_lists.py" \
+    "$ROOT/tests/interop/test_covers.py" \
+    "$ROOT/tests/interop/test_web_ui.py" \
+    "$ROOT/tests/interop/test_first_run.py" \
+    "$ROOT/tests/interop/test_accounts_cli.py" \
+    "$ROOT/tests/interop/test_subsonic_userdata.py"
+# The same API through a second ecosystem's client library, subsonic-api
+# from npm (pinned in tests/interop/js/package-lock.json): the request
+# sequences apps make, then every method in XML and by form POST.
+command -v node >/dev/null || apt_install nodejs
+command -v npm >/dev/null || apt_install npm
+[[ -d "$ROOT/tests/interop/js/node_modules" ]] || npm ci --prefix "$ROOT/tests/interop/js"
+SPINDLE_BIN="$ROOT/target/release/spindle" node --test "$ROOT/tests/interop/js/"
 # The abuse load (docs/security.md): failed logins on every path and heavy
 # queries from one address while a listener streams and scrobbles from
 # another; p99 and the server's memory ceiling are asserted, the figures

@@ -14,6 +14,12 @@
 //!   `track.scrobble` against Maloja, and charts over a large history.
 //! * `bench stream` ([`stream`]): streaming against nginx with wrk, and
 //!   thousands of paced listeners.
+//! * `bench covers` ([`covers`]): a large JPEG cover resized through
+//!   the server's cover pipeline, cold and cached.
+//! * `bench subsonic` ([`subsonic`]): p50/p99 of the Subsonic browsing
+//!   and search methods over a generated library of 100,000 tracks.
+//! * `bench transcode` ([`transcode`]): transcodes through `stream`
+//!   against the same ffmpeg command run directly.
 //! * `tiers bench-devices` ([`devices`]): reads chosen by `%util` against
 //!   by measured latency, over a fast and a slow throttled device.
 //!
@@ -43,6 +49,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod covers;
 pub mod devices;
 mod error;
 pub mod gen;
@@ -57,9 +64,12 @@ mod sizes;
 pub mod spindle;
 pub mod sql;
 pub mod stream;
+pub mod subsonic;
+pub mod transcode;
 mod words;
 pub mod worker;
 
+pub use covers::{run_covers, CoversOptions, CoversReport};
 pub use devices::{run_devices, DevicesOptions, DevicesReport};
 pub use error::{BenchError, Context};
 pub use report::{LibraryReport, Summary, Target};
@@ -68,4 +78,6 @@ pub use scan::{run_scan_bench, ScanBenchOptions, ScanBenchReport};
 pub use scrobble::{run_history, run_rates, HistoryReport, RatesReport, ScrobbleOptions};
 pub use sizes::{run_library_sizes, LibrarySizes, SizesEvent};
 pub use stream::{run_stream, StreamOptions, StreamSection};
+pub use subsonic::{run_subsonic, SubsonicOptions, SubsonicReport};
+pub use transcode::{run_transcode, TranscodeOptions, TranscodeReport};
 pub use worker::{run_worker, sql_statements, Side, SideReport, WorkerRequest, QUERIES};

@@ -64,16 +64,6 @@ pub fn encode_log(events: &[Event]) -> Vec<u8> {
 /// following the length fields, so the records reach the decoder.
 pub fn seal_log(bytes: &[u8]) -> Vec<u8> {
     let mut b = bytes.to_vec();
-    let mut pos = HEADER_LEN as usize;
-    while let Some(head) = b.get(pos..pos + 4) {
-        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-        let start = pos + 8;
-        let Some(end) = start.checked_add(len).filter(|&e| e <= b.len()) else {
-            break;
-        };
-        let crc = crc32fast::hash(&b[start..end]);
-        b[pos + 4..start].copy_from_slice(&crc.to_le_bytes());
-        pos = end;
-    }
+    spindle_framed::seal(&mut b, HEADER_LEN as usize);
     b
 }

@@ -8,6 +8,10 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
+// The frames, the torn-window rule and the writer's pieces are
+// `spindle-framed`'s, shared with the library's log.
+use spindle_framed::{pieces, FrameError, Framing};
+
 use crate::error::{AppendError, OpenError};
 use crate::model::EventRef;
 
@@ -19,15 +23,12 @@ pub(crate) const HEADER_LEN: u64 = 16;
 pub(crate) const MAX_RECORD: u32 = 1 << 20;
 /// The log file's mode: readable and writable by its owner only.
 pub(crate) const FILE_MODE: u32 = 0o600;
-/// The most bytes the writer has written but not yet fsynced: a flush
-/// larger than this is written and fsynced in pieces of at most this size,
-/// cut at record boundaries. So after a power loss, whatever the order in
-/// which the disk kept the pages of the last write, damage can only lie in
-/// the last `TORN_WINDOW` bytes of the file; the reader cuts a bad record
-/// there as a torn tail and treats one further back, followed by good
-/// records, as damage to acknowledged data. 4 MiB: four records at their
-/// 1 MiB limit, and hundreds of thousands of ordinary listens.
-pub(crate) const TORN_WINDOW: usize = 4 << 20;
+/// How the log's frames are read: at most [`MAX_RECORD`] bytes each, and
+/// `spindle-framed`'s torn window (a flush is written and fsynced in
+/// pieces of at most 4 MiB cut at record boundaries, so a crash leaves
+/// damage only in the last 4 MiB: four records at their 1 MiB limit, and
+/// hundreds of thousands of ordinary listens).
+const FRAMING: Framing = Framing::new(MAX_RECORD);
 
 /// Appends framed records; durable when `append` returns.
 pub(crate) struct GroupLog {
@@ -71,10 +72,10 @@ impl GroupLog {
         path: &Path,
         visit: impl FnMut(EventRef<'_>),
     ) -> Result<(GroupLog, u64), OpenError> {
-        GroupLog::open_with_window(path, TORN_WINDOW, visit)
+        GroupLog::open_with_window(path, FRAMING.torn_window, visit)
     }
 
-    /// [`GroupLog::open`] with another torn window than [`TORN_WINDOW`]
+    /// [`GroupLog::open`] with another torn window than the real one
     /// (tests of damage in small logs use 0).
     fn open_with_window(
         path: &Path,
@@ -181,7 +182,7 @@ impl GroupLog {
             drop(st);
             let res = {
                 let mut f = lock(&self.file);
-                pieces(&batch, TORN_WINDOW)
+                pieces(&batch, FRAMING.torn_window)
                     .try_for_each(|piece| f.write_all(piece).and_then(|()| f.sync_data()))
             };
             batch.clear();
@@ -225,75 +226,26 @@ fn check_frames(records: &[u8]) -> Result<(), AppendError> {
     Ok(())
 }
 
-/// `frames` (whole records, as [`check_frames`] passed them) in pieces of
-/// at most `window` bytes, each ending at a record boundary; a record
-/// longer than `window` is a piece of its own.
-fn pieces(frames: &[u8], window: usize) -> impl Iterator<Item = &[u8]> {
-    let mut rest = frames;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let mut end = 0;
-        while let Some(h) = rest.get(end..end + 4) {
-            let next = end + 8 + u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
-            if end > 0 && next > window {
-                break;
-            }
-            end = next.min(rest.len());
-        }
-        let end = end.max(1).min(rest.len());
-        let (piece, tail) = rest.split_at(end);
-        rest = tail;
-        Some(piece)
-    })
-}
-
 /// The record starting at `at`, and where it ends; or why it is bad.
 fn frame_at(bytes: &[u8], at: usize) -> Result<(EventRef<'_>, usize), &'static str> {
-    let Some(head) = bytes.get(at..at + 8) else {
-        return Err("a record header cut short");
-    };
-    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
-    let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
-    if len > MAX_RECORD {
-        return Err("a record length over 1 MiB");
-    }
-    let end = at + 8 + len as usize;
-    let Some(payload) = bytes.get(at + 8..end) else {
-        return Err("a record cut short");
-    };
-    if crc32fast::hash(payload) != crc {
-        return Err("a record checksum mismatch");
-    }
+    let (payload, end) = FRAMING.frame_at(bytes, at).map_err(|e| match e {
+        FrameError::ShortHeader => "a record header cut short",
+        FrameError::TooLong(_) => "a record length over 1 MiB",
+        FrameError::ShortPayload => "a record cut short",
+        FrameError::Checksum => "a record checksum mismatch",
+    })?;
     let ev = EventRef::decode(payload).ok_or("a record that does not decode")?;
     Ok((ev, end))
-}
-
-/// Whether a complete, valid record starts at `at`. Decodes before it
-/// hashes: on garbage the decoder gives up within a few bytes.
-fn valid_frame_at(bytes: &[u8], at: usize) -> bool {
-    let Some(head) = bytes.get(at..at + 8) else {
-        return false;
-    };
-    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
-    let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
-    if len > MAX_RECORD {
-        return false;
-    }
-    let Some(payload) = bytes.get(at + 8..at + 8 + len as usize) else {
-        return false;
-    };
-    EventRef::decode(payload).is_some() && crc32fast::hash(payload) == crc
 }
 
 /// Reads a log's bytes (at least a header): checks the header, hands the
 /// records after it to `visit` in order, and returns where the last good
 /// one ends. A bad record is a torn tail, to be cut off, if no valid
 /// record starts anywhere after it, or if it lies in the last
-/// `torn_window` bytes ([`TORN_WINDOW`] for a real log: the most a crash
-/// can leave unsynced, in any order); otherwise the log is damaged in the
-/// middle, and cutting it would delete acknowledged listens.
+/// `torn_window` bytes (`spindle_framed::TORN_WINDOW` for a real log: the
+/// most a crash can leave unsynced, in any order); otherwise the log is
+/// damaged in the middle, and cutting it would delete acknowledged
+/// listens.
 pub(crate) fn read_log(
     bytes: &[u8],
     torn_window: usize,
@@ -314,8 +266,8 @@ pub(crate) fn read_log(
                 at = end;
             }
             Err(reason) => {
-                let in_window = bytes.len() - at <= torn_window;
-                if !in_window && (at + 1..bytes.len()).any(|next| valid_frame_at(bytes, next)) {
+                let framing = FRAMING.with_torn_window(torn_window);
+                if !framing.is_torn_tail(bytes, at, |p| EventRef::decode(p).is_some()) {
                     return Err(ReadError::Damaged {
                         offset: at as u64,
                         reason,

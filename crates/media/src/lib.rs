@@ -75,6 +75,11 @@ pub mod beets;
 
 pub use beets::{import_beets, BeetsError, BEETS_SOURCE};
 
+// Either importer, by name.
+mod foreign;
+
+pub use foreign::{Foreign, ForeignError};
+
 // Test files for `spindle bench scan`.
 pub mod bench;
 

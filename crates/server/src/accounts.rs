@@ -1,7 +1,25 @@
-//! The accounts store: users, Last.fm-style session keys and API key
-//! pairs, ListenBrainz-style user tokens. One JSON file in
-//! `DATA_DIR/accounts/`, rewritten atomically on every change, plus the
-//! key that seals stored passwords. Format: `docs/accounts-format.md`.
+//! The accounts store: users (with their Subsonic roles and music folder
+//! grants), Last.fm-style session keys and API key pairs,
+//! ListenBrainz-style user tokens. One JSON file in `DATA_DIR/accounts/`,
+//! rewritten atomically on every change, plus the key that seals stored
+//! passwords. Format: `docs/accounts-format.md`.
+//!
+//! There is always an administrator once there is a user: when no user
+//! holds the admin role (a store written before roles existed, or a fresh
+//! one), the user created first (ties: by name) is the administrator, and
+//! the next change writes that down. A change that would leave no
+//! administrator is refused ([`AccountError::LastAdmin`]).
+//!
+//! Beside the users: the credentials each user holds besides the password
+//! ([`keys`]: OpenSubsonic API keys per app, Last.fm session keys, the
+//! ListenBrainz token; listed and revoked) and per-user settings
+//! ([`zone`]: the time zone of "today" and daily charts).
+
+mod keys;
+mod zone;
+
+pub use keys::{handle, AppKey, Revoked, APP_KEY_PREFIX, MAX_APP_KEYS_PER_USER, MAX_APP_LABEL};
+pub use zone::{parse_time_zone, DEFAULT_TIME_ZONE};
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -40,6 +58,18 @@ pub enum AccountError {
     EmptyPassword,
     #[error("hashing the password failed: {0}")]
     Hash(String),
+    #[error("'{0}' is the last administrator: make another user an administrator first")]
+    LastAdmin(String),
+    #[error("an app's name must be 1-{max} characters without control characters", max = MAX_APP_LABEL)]
+    InvalidAppLabel,
+    #[error("'{0}' has {max} API keys already: revoke one first (`spindle user sessions {0}`)", max = MAX_APP_KEYS_PER_USER)]
+    TooManyAppKeys(String),
+    #[error("'{0}' names more than one key or session: give more of it")]
+    Ambiguous(String),
+    #[error(
+        "unknown time zone '{0}': use an IANA name such as Europe/Paris, America/New_York or UTC"
+    )]
+    UnknownTimeZone(String),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -54,6 +84,104 @@ struct User {
     #[serde(default)]
     token: Option<String>,
     created: i64,
+    /// The Subsonic roles; absent: [`Roles::default`] (admin only by the
+    /// first-user rule of the module doc).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    roles: Option<Roles>,
+    /// The music folders (Subsonic ids, 1-based) the user may see; empty:
+    /// every folder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    folders: Vec<u32>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    email: String,
+    /// The most kbit/s the user's streams should have; 0: no limit.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    max_bit_rate: u32,
+    /// The user's IANA time zone ([`zone`]); empty: UTC.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    timezone: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// What a user may do, as Subsonic's roles name it. Podcasts, the
+/// jukebox and video conversion are not built, so their roles are
+/// always false and not stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct Roles {
+    /// Manages users, internet radio stations and scans; has every other
+    /// role too.
+    pub admin: bool,
+    /// Changes their own password and settings.
+    pub settings: bool,
+    pub download: bool,
+    pub upload: bool,
+    pub playlist: bool,
+    pub cover_art: bool,
+    /// Rates and comments.
+    pub comment: bool,
+    pub stream: bool,
+    /// Makes public share links.
+    pub share: bool,
+}
+
+impl Default for Roles {
+    /// A new user's roles: everything a listener needs, no administration
+    /// and no public share links.
+    fn default() -> Self {
+        Roles {
+            admin: false,
+            settings: true,
+            download: true,
+            upload: false,
+            playlist: true,
+            cover_art: true,
+            comment: true,
+            stream: true,
+            share: false,
+        }
+    }
+}
+
+impl Roles {
+    /// Every role: what an administrator may do.
+    pub const ALL: Roles = Roles {
+        admin: true,
+        settings: true,
+        download: true,
+        upload: true,
+        playlist: true,
+        cover_art: true,
+        comment: true,
+        stream: true,
+        share: true,
+    };
+
+    /// The roles in force: an administrator has them all.
+    pub fn effective(self) -> Roles {
+        if self.admin {
+            Roles::ALL
+        } else {
+            self
+        }
+    }
+}
+
+/// A user as the admin API reads and writes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Profile {
+    /// The roles as stored, with `admin` as in force (the first-user rule
+    /// of the module doc applied).
+    pub roles: Roles,
+    /// The music folders (Subsonic ids, 1-based) granted; empty: all.
+    pub folders: Vec<u32>,
+    pub email: String,
+    /// 0: no limit.
+    pub max_bit_rate: u32,
 }
 
 /// A Last.fm session key.
@@ -79,6 +207,9 @@ struct Data {
     users: BTreeMap<String, User>,
     sessions: BTreeMap<String, Session>,
     api_keys: BTreeMap<String, ApiKey>,
+    /// OpenSubsonic API keys by the hex SHA-256 of the key ([`keys`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    app_keys: BTreeMap<String, AppKey>,
 }
 
 /// The accounts store.
@@ -89,7 +220,19 @@ pub struct Accounts {
     /// (mtime, length) of the file as last read, to notice another
     /// process's changes (`spindle user add` beside a running server).
     seen: std::sync::Mutex<Option<(std::time::SystemTime, u64)>>,
+    /// When the store was opened, and the milliseconds since then at
+    /// which a lookup last looked at the file ([`REFRESH_INTERVAL`]).
+    opened: std::time::Instant,
+    checked_ms: std::sync::atomic::AtomicU64,
 }
+
+/// How stale a lookup may be: at most once a second, a lookup checks the
+/// file's size and mtime (one `stat`), so a change another process made
+/// — `spindle user revoke`, `user delete`, `token --reset` beside the
+/// running server — takes effect within a second even for a credential
+/// the server still holds. (A miss re-reads at once: a new user or key
+/// works on its first use.)
+pub const REFRESH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// 32 random bytes as lowercase hex.
 pub fn random_hex() -> String {
@@ -108,7 +251,7 @@ pub fn hex(b: &[u8]) -> String {
     s
 }
 
-fn unhex(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn unhex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
         return None;
     }
@@ -122,6 +265,47 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 pub fn md5_hex(data: &[u8]) -> String {
     use md5::{Digest, Md5};
     hex(&Md5::digest(data))
+}
+
+/// The administrators: those holding the role, else the user created
+/// first (ties: by name).
+fn admins(d: &Data) -> Vec<&str> {
+    let explicit: Vec<&str> = d
+        .users
+        .iter()
+        .filter(|(_, u)| u.roles.is_some_and(|r| r.admin))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if !explicit.is_empty() {
+        return explicit;
+    }
+    d.users
+        .iter()
+        .min_by_key(|(n, u)| (u.created, n.as_str()))
+        .map(|(n, _)| vec![n.as_str()])
+        .unwrap_or_default()
+}
+
+/// Writes the first-user rule down: with no user holding the admin role,
+/// the first user gets it.
+fn ensure_admin(d: &mut Data) {
+    let Some(first) = admins(d).first().map(|n| (*n).to_owned()) else {
+        return;
+    };
+    if let Some(u) = d.users.get_mut(&first) {
+        let mut r = u.roles.unwrap_or_default();
+        r.admin = true;
+        u.roles = Some(r);
+    }
+}
+
+/// Refuses a change after which `name` would be no administrator and
+/// nobody else one either.
+fn keep_an_admin(d: &Data, name: &str, still_admin: bool) -> Result<(), AccountError> {
+    if !still_admin && admins(d).iter().all(|a| *a == name) && admins(d).contains(&name) {
+        return Err(AccountError::LastAdmin(name.into()));
+    }
+    Ok(())
 }
 
 fn valid_name(name: &str) -> bool {
@@ -177,6 +361,8 @@ impl Accounts {
             cipher: ChaCha20Poly1305::new(Key::from_slice(&key)),
             data: RwLock::new(data),
             seen: std::sync::Mutex::new(None),
+            opened: std::time::Instant::now(),
+            checked_ms: std::sync::atomic::AtomicU64::new(0),
         };
         *acc.seen.lock().unwrap_or_else(|e| e.into_inner()) = acc.stamp();
         Ok(acc)
@@ -204,8 +390,29 @@ impl Accounts {
         }
     }
 
+    /// [`Accounts::refresh`] if the last look at the file was
+    /// [`REFRESH_INTERVAL`] ago or more (one thread does it; the others
+    /// go on with what they have).
+    fn refresh_if_due(&self) {
+        use std::sync::atomic::Ordering;
+        let now = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.checked_ms.load(Ordering::Relaxed);
+        let due = u64::try_from(REFRESH_INTERVAL.as_millis()).unwrap_or(u64::MAX);
+        if now.saturating_sub(last) < due {
+            return;
+        }
+        if self
+            .checked_ms
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.refresh();
+        }
+    }
+
     /// Runs a lookup; on a miss, re-reads the file once and retries.
     fn lookup<T>(&self, f: impl Fn(&Data) -> Option<T>) -> Option<T> {
+        self.refresh_if_due();
         if let Some(x) = f(&self.read()) {
             return Some(x);
         }
@@ -230,7 +437,11 @@ impl Accounts {
         self.refresh();
         let mut d = self.write();
         let mut next = d.clone();
+        // The first-user rule is written down before the change, so a
+        // change that names a new administrator keeps the old one.
+        ensure_admin(&mut next);
         let out = f(&mut next)?;
+        ensure_admin(&mut next);
         let bytes = serde_json::to_vec_pretty(&next).map_err(|e| AccountError::Corrupt {
             path: self.dir.join(ACCOUNTS_FILE),
             msg: e.to_string(),
@@ -274,9 +485,63 @@ impl Accounts {
         now: i64,
         argon: &Argon2<'_>,
     ) -> Result<(), AccountError> {
+        self.add_user_full(name, password, now, argon, None)
+    }
+
+    /// Adds a user with a password and a profile (the Subsonic
+    /// `createUser`). The folders are not checked against the music
+    /// folders: the caller knows them.
+    pub fn add_user_with(
+        &self,
+        name: &str,
+        password: &str,
+        now: i64,
+        profile: Profile,
+    ) -> Result<(), AccountError> {
+        self.add_user_full(name, password, now, &Argon2::default(), Some(profile))
+    }
+
+    fn add_user_full(
+        &self,
+        name: &str,
+        password: &str,
+        now: i64,
+        argon: &Argon2<'_>,
+        profile: Option<Profile>,
+    ) -> Result<(), AccountError> {
         if !valid_name(name) {
             return Err(AccountError::InvalidName(name.into()));
         }
+        let (password_hash, password_sealed) = self.hash_and_seal(password, argon)?;
+        self.change(|d| {
+            if d.users.contains_key(name) {
+                return Err(AccountError::UserExists(name.into()));
+            }
+            let mut u = User {
+                password_hash,
+                password_sealed,
+                token: None,
+                created: now,
+                roles: None,
+                folders: Vec::new(),
+                email: String::new(),
+                max_bit_rate: 0,
+                timezone: String::new(),
+            };
+            if let Some(p) = profile {
+                apply(&mut u, p);
+            }
+            d.users.insert(name.into(), u);
+            Ok(())
+        })
+    }
+
+    /// The Argon2 hash and the sealed copy of a password.
+    fn hash_and_seal(
+        &self,
+        password: &str,
+        argon: &Argon2<'_>,
+    ) -> Result<(String, String), AccountError> {
         if password.is_empty() {
             return Err(AccountError::EmptyPassword);
         }
@@ -293,21 +558,108 @@ impl Accounts {
             .map_err(|e| AccountError::Hash(e.to_string()))?;
         let mut sealed = nonce.to_vec();
         sealed.extend_from_slice(&ct);
+        Ok((password_hash, hex(&sealed)))
+    }
+
+    /// Gives a user a new password; their token, sessions and data stay.
+    pub fn set_password(&self, name: &str, password: &str) -> Result<(), AccountError> {
+        let (hash, sealed) = self.hash_and_seal(password, &Argon2::default())?;
         self.change(|d| {
-            if d.users.contains_key(name) {
-                return Err(AccountError::UserExists(name.into()));
-            }
-            d.users.insert(
-                name.into(),
-                User {
-                    password_hash,
-                    password_sealed: hex(&sealed),
-                    token: None,
-                    created: now,
-                },
-            );
+            let u = d
+                .users
+                .get_mut(name)
+                .ok_or_else(|| AccountError::NoSuchUser(name.into()))?;
+            u.password_hash = hash;
+            u.password_sealed = sealed;
             Ok(())
         })
+    }
+
+    /// Removes a user with their token, session keys and API keys. The
+    /// last administrator cannot be removed.
+    pub fn delete_user(&self, name: &str) -> Result<(), AccountError> {
+        self.change(|d| {
+            if !d.users.contains_key(name) {
+                return Err(AccountError::NoSuchUser(name.into()));
+            }
+            keep_an_admin(d, name, false)?;
+            d.users.remove(name);
+            d.sessions.retain(|_, s| s.user != name);
+            d.app_keys.retain(|_, k| k.user != name);
+            Ok(())
+        })
+    }
+
+    /// Whether the user is an administrator (false for no such user).
+    pub fn is_admin(&self, name: &str) -> bool {
+        self.lookup(|d| admins(d).contains(&name).then_some(()))
+            .is_some()
+    }
+
+    /// The roles in force for a user ([`Roles::effective`]); `None` for
+    /// no such user.
+    pub fn roles(&self, name: &str) -> Option<Roles> {
+        self.profile(name).map(|p| p.roles.effective())
+    }
+
+    /// Sets a user's roles (`admin` included). Taking the admin role from
+    /// the last administrator is refused.
+    pub fn set_roles(&self, name: &str, roles: Roles) -> Result<(), AccountError> {
+        let Some(mut p) = self.profile(name) else {
+            return Err(AccountError::NoSuchUser(name.into()));
+        };
+        p.roles = roles;
+        self.set_profile(name, p)
+    }
+
+    /// The music folders (Subsonic ids, 1-based) a user may see: `None`
+    /// for every folder, `Some(ids)` for only those; `Some(vec![])` (none)
+    /// for no such user.
+    pub fn folders_of(&self, name: &str) -> Option<Vec<u32>> {
+        match self.lookup(|d| d.users.get(name).map(|u| u.folders.clone())) {
+            None => Some(Vec::new()),
+            Some(f) if f.is_empty() => None,
+            Some(f) => Some(f),
+        }
+    }
+
+    /// A user's roles, folders, email and bit rate limit.
+    pub fn profile(&self, name: &str) -> Option<Profile> {
+        self.lookup(|d| {
+            let u = d.users.get(name)?;
+            let mut roles = u.roles.unwrap_or_default();
+            roles.admin = admins(d).contains(&name);
+            Some(Profile {
+                roles,
+                folders: u.folders.clone(),
+                email: u.email.clone(),
+                max_bit_rate: u.max_bit_rate,
+            })
+        })
+    }
+
+    /// Replaces a user's profile. Taking the admin role from the last
+    /// administrator is refused.
+    pub fn set_profile(&self, name: &str, profile: Profile) -> Result<(), AccountError> {
+        self.change(|d| {
+            if !d.users.contains_key(name) {
+                return Err(AccountError::NoSuchUser(name.into()));
+            }
+            keep_an_admin(d, name, profile.roles.admin)?;
+            if let Some(u) = d.users.get_mut(name) {
+                apply(u, profile);
+            }
+            Ok(())
+        })
+    }
+
+    /// Every user with their profile, by name.
+    pub fn list_users(&self) -> Vec<(String, Profile)> {
+        self.refresh();
+        self.user_names()
+            .into_iter()
+            .filter_map(|n| self.profile(&n).map(|p| (n, p)))
+            .collect()
     }
 
     pub fn user_exists(&self, name: &str) -> bool {
@@ -454,6 +806,16 @@ impl Accounts {
     }
 }
 
+/// Writes a profile into a stored user.
+fn apply(u: &mut User, p: Profile) {
+    u.roles = Some(p.roles);
+    u.folders = p.folders;
+    u.folders.sort_unstable();
+    u.folders.dedup();
+    u.email = p.email;
+    u.max_bit_rate = p.max_bit_rate;
+}
+
 /// Compares in time that depends on the lengths only.
 pub(crate) fn constant_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -485,6 +847,24 @@ mod tests {
         Accounts::open(&sub).unwrap();
         let mode = std::fs::metadata(&sub).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+    }
+
+    #[test]
+    fn a_revocation_by_another_process_takes_effect_within_the_refresh_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = Accounts::open(dir.path()).unwrap();
+        let cli = Accounts::open(dir.path()).unwrap();
+        cli.add_user_cheaply("ann", "pw");
+        let (key, id) = cli.add_app_key("ann", "app", 0).unwrap();
+        let old = cli.user_token("ann").unwrap();
+        // A miss re-reads at once: the new key and token work first time.
+        assert_eq!(server.user_by_app_key(&key).as_deref(), Some("ann"));
+        assert_eq!(server.user_by_token(&old).as_deref(), Some("ann"));
+        cli.revoke("ann", &id).unwrap().unwrap();
+        cli.reset_token("ann").unwrap();
+        std::thread::sleep(REFRESH_INTERVAL + std::time::Duration::from_millis(100));
+        assert_eq!(server.user_by_app_key(&key), None, "revoked elsewhere");
+        assert_eq!(server.user_by_token(&old), None, "replaced elsewhere");
     }
 
     #[test]
@@ -522,5 +902,102 @@ mod tests {
         // The password is not in the file in the clear.
         let text = std::fs::read_to_string(dir.path().join(ACCOUNTS_FILE)).unwrap();
         assert!(!text.contains("s3cret"));
+    }
+
+    /// A store as Spindle wrote it before roles existed.
+    fn legacy_store(dir: &Path) {
+        let user = |created: i64| {
+            serde_json::json!({"password_hash": "x", "password_sealed": "00",
+                               "token": null, "created": created})
+        };
+        let doc = serde_json::json!({"version": 1,
+            "users": {"zed": user(5), "bob": user(9), "amy": user(5)},
+            "sessions": {}, "api_keys": {}});
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join(ACCOUNTS_FILE), doc.to_string()).unwrap();
+    }
+
+    #[test]
+    fn an_old_store_loads_with_its_first_user_as_the_administrator() {
+        let dir = tempfile::tempdir().unwrap();
+        legacy_store(dir.path());
+        let a = Accounts::open(dir.path()).unwrap();
+        // amy and zed were made in the same second: the name decides.
+        assert!(a.is_admin("amy"));
+        assert!(!a.is_admin("zed") && !a.is_admin("bob"));
+        assert_eq!(a.roles("bob"), Some(Roles::default()));
+        assert_eq!(a.roles("amy"), Some(Roles::ALL));
+        assert_eq!(a.folders_of("bob"), None, "no list: every folder");
+        // Naming a second administrator keeps the first.
+        a.set_roles("bob", Roles::ALL).unwrap();
+        assert!(a.is_admin("amy") && a.is_admin("bob"));
+        let text = std::fs::read_to_string(dir.path().join(ACCOUNTS_FILE)).unwrap();
+        assert!(text.contains("\"roles\""), "{text}");
+    }
+
+    #[test]
+    fn the_last_administrator_can_be_neither_demoted_nor_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Accounts::open(dir.path()).unwrap();
+        a.add_user_cheaply("ann", "pw");
+        a.add_user_cheaply("bob", "pw");
+        assert!(a.is_admin("ann"), "the first user administers");
+        assert!(matches!(
+            a.set_roles("ann", Roles::default()),
+            Err(AccountError::LastAdmin(_))
+        ));
+        assert!(matches!(
+            a.delete_user("ann"),
+            Err(AccountError::LastAdmin(_))
+        ));
+        a.set_roles("bob", Roles::ALL).unwrap();
+        a.set_roles("ann", Roles::default()).unwrap();
+        assert!(!a.is_admin("ann") && a.is_admin("bob"));
+        a.delete_user("ann").unwrap();
+        assert!(!a.user_exists("ann"));
+        assert!(matches!(
+            a.delete_user("ann"),
+            Err(AccountError::NoSuchUser(_))
+        ));
+    }
+
+    #[test]
+    fn profiles_and_new_passwords_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let sk;
+        {
+            let a = Accounts::open(dir.path()).unwrap();
+            a.add_user_cheaply("ann", "old");
+            let p = Profile {
+                roles: Roles {
+                    share: true,
+                    download: false,
+                    ..Roles::default()
+                },
+                folders: vec![2, 1, 2],
+                email: "cy@example.org".into(),
+                max_bit_rate: 192,
+            };
+            a.add_user_with("cy", "pw", 7, p).unwrap();
+            sk = a.new_session("cy", "k", 1).unwrap();
+            a.set_password("ann", "new").unwrap();
+        }
+        let a = Accounts::open(dir.path()).unwrap();
+        assert!(a.check_password("ann", "new") && !a.check_password("ann", "old"));
+        assert!(a.check_salted_token("ann", &md5_hex(b"newsalt"), "salt"));
+        let p = a.profile("cy").unwrap();
+        assert_eq!(p.folders, [1, 2]);
+        assert_eq!((p.email.as_str(), p.max_bit_rate), ("cy@example.org", 192));
+        assert!(p.roles.share && !p.roles.download && !p.roles.admin);
+        assert_eq!(a.folders_of("cy"), Some(vec![1, 2]));
+        assert_eq!(
+            a.folders_of("nobody"),
+            Some(vec![]),
+            "no such user sees nothing"
+        );
+        let names: Vec<String> = a.list_users().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["ann", "cy"]);
+        a.delete_user("cy").unwrap();
+        assert!(a.session(&sk).is_none(), "a deleted user's sessions end");
     }
 }

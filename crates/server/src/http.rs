@@ -85,6 +85,45 @@ pub async fn serve_connections(
     sent: SentBytes,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_connections_with(listener, app, settings, sent, None, shutdown).await
+}
+
+/// Runs hyper's HTTP/1 on one connection's `io` until it closes, or, once
+/// `signal` changes, until its request in flight is done. `writev`: hyper
+/// queues body buffers as they are (zero-copy sending needs it).
+macro_rules! drive {
+    ($io:expr, $svc:expr, $settings:expr, $writev:expr, $signal:expr) => {{
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .max_buf_size(MAX_BUF)
+            .timer(TokioTimer::new())
+            .header_read_timeout($settings.header_timeout);
+        if $writev {
+            builder.writev(true);
+        }
+        let conn = builder.serve_connection(TokioIo::new($io), $svc);
+        let mut conn = std::pin::pin!(conn);
+        tokio::select! {
+            _ = conn.as_mut() => {}
+            _ = $signal.changed() => {
+                conn.as_mut().graceful_shutdown();
+                let _ = conn.await;
+            }
+        }
+    }};
+}
+
+/// [`serve_connections`], over TLS when `tls` is given: each connection's
+/// handshake must finish within the header timeout; file bytes then go
+/// through the IO engine rather than `sendfile` ([`crate::tls`]).
+pub async fn serve_connections_with(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    settings: ConnSettings,
+    sent: SentBytes,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let (signal_tx, signal_rx) = tokio::sync::watch::channel(());
     let (close_tx, close_rx) = tokio::sync::watch::channel(());
     let mut shutdown = std::pin::pin!(shutdown);
@@ -110,36 +149,48 @@ pub async fn serve_connections(
             use std::os::fd::AsFd;
             let _ = spindle_io::set_notsent_lowat(stream.as_fd(), settings.send_queue);
         }
+        let is_tls = tls.is_some();
         let svc = app
             .clone()
             .map_request(move |mut req: axum::http::Request<Incoming>| {
                 req.extensions_mut().insert(ConnectInfo::<SocketAddr>(addr));
+                if is_tls {
+                    req.extensions_mut().insert(crate::front::Tls);
+                }
                 req
             });
         let svc = TowerToHyperService::new(svc);
         let mut signal = signal_rx.clone();
         let close = close_rx.clone();
+        if let Some(acceptor) = &tls {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let handshake =
+                    tokio::time::timeout(settings.header_timeout, acceptor.accept(stream));
+                let io = tokio::select! {
+                    r = handshake => match r {
+                        Ok(Ok(io)) => io,
+                        Ok(Err(e)) => {
+                            tracing::debug!("TLS handshake with {addr} failed: {e}");
+                            return;
+                        }
+                        Err(_) => return,
+                    },
+                    _ = signal.changed() => return,
+                };
+                let io = crate::tls::WriteTimeout::new(io, settings.write_timeout);
+                drive!(io, svc, settings, false, signal);
+                drop(close);
+            });
+            continue;
+        }
         let queue = std::sync::Arc::new(SendQueue::default());
         let sent = sent.clone();
         tokio::spawn(sendfile::scope(queue.clone(), async move {
-            let mut builder = hyper::server::conn::http1::Builder::new();
             // writev(true): hyper queues body buffers as they are, which
             // the stand-ins of zero-copy sending rely on (never copied).
-            builder
-                .max_buf_size(MAX_BUF)
-                .writev(true)
-                .timer(TokioTimer::new())
-                .header_read_timeout(settings.header_timeout);
             let io = SendfileStream::new(stream, queue, sent, settings.write_timeout);
-            let conn = builder.serve_connection(TokioIo::new(io), svc);
-            let mut conn = std::pin::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = signal.changed() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
-                }
-            }
+            drive!(io, svc, settings, true, signal);
             drop(close);
         }));
     }

@@ -38,28 +38,40 @@
 
 pub mod accounts;
 pub mod auth_guard;
+pub mod backup;
 pub mod body;
 pub mod catalog;
 pub mod chart_svg;
+pub mod cover;
 mod expiry;
+pub mod front;
 pub mod hash_pool;
 pub mod hot;
 pub mod http;
+pub mod import;
 pub mod lastfm;
 mod link;
 pub mod listenbrainz;
+pub mod m3u;
 pub mod metrics;
 pub mod music;
 pub mod params;
+pub mod pins;
+pub mod proxy;
 pub mod query_budget;
 pub mod scrobble;
 mod server;
+pub mod settings;
+pub mod share;
+pub mod similar;
 mod state;
 pub mod stream;
 pub mod subsonic;
 pub mod throttle;
 pub mod tiered;
 pub mod time;
+pub mod tls;
+pub mod transcode;
 pub mod upload;
 pub mod userdata;
 pub mod web;
@@ -77,12 +89,16 @@ pub use state::{
 
 /// Every API, merged, over `state`.
 pub fn router(state: AppState) -> axum::Router {
-    axum::Router::new()
+    let config = state.config.clone();
+    let app = axum::Router::new()
         .merge(lastfm::router())
         .merge(listenbrainz::router())
         .merge(subsonic::router())
+        .merge(share::router())
         .merge(web::router())
         .route("/metrics", axum::routing::get(metrics::page))
+        // For health checks (the container's HEALTHCHECK): no login, no data.
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }))
         // Bodies are read by the handlers through crate::body (per-API
         // limits, deadlines, a budget for all), which answer in their
         // API's error format.
@@ -93,7 +109,9 @@ pub fn router(state: AppState) -> axum::Router {
             state.clone(),
             metrics::count,
         ))
-        .with_state(state)
+        .with_state(state);
+    // The base path and trusted proxies, before routing.
+    front::wrap(app, &config)
 }
 
 /// Serves HTTP over `state` until `shutdown` resolves, then finishes the
@@ -105,12 +123,22 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with(listener, state, None, shutdown).await
+}
+
+/// [`serve`], over TLS when `tls` is given ([`tls::Tls::acceptor`]).
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let settings = http::ConnSettings::from(&*state.config);
     let app = router(state.clone());
     let queries = state.queries.clone();
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
     let sent = state.metrics.sendfile();
-    let server = http::serve_connections(listener, app, settings, sent, async move {
+    let server = http::serve_connections_with(listener, app, settings, sent, tls, async move {
         shutdown.await;
         // Running searches stop now, not at the end of their budget.
         queries.cancel_all();

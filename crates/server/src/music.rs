@@ -1,16 +1,35 @@
 //! The music side of the server state: the music folders it serves and
 //! how their files are reached (directly, or through the storage tiers),
-//! the [`Catalog`] of the library over them (cached until the library
-//! changes), and per-user data (Subsonic stars and playlists, whether a
-//! user's listening history is public). A field of
-//! [`crate::AppState`]; it holds no request state of its own.
+//! the [`Catalog`] of the library over them, and per-user data (Subsonic
+//! stars and playlists, whether a user's listening history is public). A
+//! field of [`crate::AppState`]; it holds no request state of its own.
+//!
+//! The catalog is built from the whole library (seconds at 100,000
+//! tracks), so requests never wait for a rebuild they do not need:
+//!
+//! - New or removed entries or properties (an upload, a tag edit) and a
+//!   reported rescan ([`Music::library_changed`]) are seen by the next
+//!   request, which waits for the catalog of the changed library (a
+//!   rescan's own thread waits for it, so requests after a scan do not).
+//! - Changed values with the same counts (the play counts the linker
+//!   writes after scrobbles) are looked for at most every
+//!   [`CATALOG_TTL`]; the catalog is rebuilt on the refresher thread
+//!   ([`Music::start_refresher`]) while requests keep getting the current
+//!   one, and swapped in when ready. A library whose log did not grow
+//!   since is not rebuilt at all.
+//!
+//! One build runs at a time. Without a refresher thread (a `Music` used
+//! on its own, or after [`Music::stop_refresher`]) the request that finds
+//! the catalog out of date rebuilds it itself.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
 
 use spindle_media::{MusicRoot, OpenRefused};
-use spindle_store::Db;
+use spindle_store::{Db, Library};
 
 use crate::accounts::Accounts;
 use crate::catalog::{Catalog, Song};
@@ -36,19 +55,21 @@ pub struct Music {
     roots: Vec<PathBuf>,
     /// The same folders, for opening files under them.
     folders: Vec<MusicRoot>,
-    version: AtomicU64,
-    cache: Mutex<Option<(CacheKey, std::time::Instant, Arc<Catalog>)>>,
+    /// The catalog and how up to date it is, shared with the refresher.
+    cache: Arc<Cache>,
+    /// The refresher thread, while it runs.
+    refresher: Mutex<Option<JoinHandle<()>>>,
     pub(crate) userdata: UserData,
     /// The storage tiers, when `[tiers]` is configured: streams go
     /// through them instead of straight to the music folder.
     tiers: Option<Arc<spindle_tiers::Tiers>>,
 }
 
-type CacheKey = (u64, usize, usize);
-
-/// The catalog is rebuilt at least this often, so play counts the linker
-/// writes after scrobbles show up in "frequent" and "recent" lists.
-const CATALOG_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a catalog is served before the library is looked at again
+/// for changed values (the play counts the linker writes after
+/// scrobbles, which "frequent" and "recent" lists show): they appear
+/// this long after the scrobble, plus a rebuild's time.
+pub const CATALOG_TTL: Duration = Duration::from_secs(10);
 
 impl Music {
     /// Serves `roots` (each made canonical); user data lives under
@@ -73,9 +94,9 @@ impl Music {
             .collect::<Result<_, _>>()?;
         Ok(Music {
             folders,
+            cache: Arc::new(Cache::new(canon.clone())),
             roots: canon,
-            version: AtomicU64::new(0),
-            cache: Mutex::new(None),
+            refresher: Mutex::new(None),
             userdata: UserData::open(Some(&data_dir.join(USERDATA_DIR)))?,
             tiers: None,
         })
@@ -87,14 +108,27 @@ impl Music {
         Music {
             folders: Vec::new(),
             roots: Vec::new(),
-            version: AtomicU64::new(0),
-            cache: Mutex::new(None),
+            cache: Arc::new(Cache::new(Vec::new())),
+            refresher: Mutex::new(None),
             userdata: UserData::in_memory(),
             tiers: None,
         }
     }
 
     /// Streams through `tiers` (hot folder, cold replicas, failover).
+    /// Builds catalogs with `opts` (the sort-name articles of the server
+    /// config) instead of the defaults. Call before the first catalog.
+    pub fn with_catalog_options(mut self, opts: crate::catalog::CatalogOptions) -> Music {
+        let roots = self.cache.roots.clone();
+        self.cache = Arc::new(Cache::with_builder(
+            roots,
+            Box::new(move |lib: &Library, roots: &[PathBuf]| {
+                Catalog::build_with(lib, roots, &opts)
+            }),
+        ));
+        self
+    }
+
     pub fn with_tiers(mut self, tiers: Arc<spindle_tiers::Tiers>) -> Music {
         self.tiers = Some(tiers);
         self
@@ -128,41 +162,107 @@ impl Music {
         &self.roots
     }
 
-    /// Says the library changed (after a scan), so the next request
-    /// rebuilds the catalog.
+    /// Says the library changed (after a scan). The next request gets
+    /// the catalog of the changed library; while the refresher thread
+    /// runs, this waits until it has built it (call from a background
+    /// thread, as a scan's is), so requests then need not.
     pub fn library_changed(&self) {
-        self.version.fetch_add(1, Ordering::SeqCst);
+        self.cache.version.fetch_add(1, Ordering::SeqCst);
+        self.cache.refresh(None, None);
     }
 
-    /// The catalog of the library as it is now. Builds it when the
-    /// library changed since the last call; call from a blocking thread.
+    /// The catalog of the library: the current one, unless entries or
+    /// properties were added or removed or a rescan was reported since
+    /// it was built, when this waits for the new one. Every
+    /// [`CATALOG_TTL`] it asks for a check of changed values, which
+    /// happens on the refresher thread when one runs (this returns the
+    /// current catalog meanwhile), else here. Call from a blocking
+    /// thread.
     pub fn catalog(&self, db: &Db) -> Arc<Catalog> {
-        let lib = db.read();
-        let key = (
-            self.version.load(Ordering::SeqCst),
-            lib.len(),
-            lib.prop_count(),
-        );
-        let mut c = lock(&self.cache);
-        if let Some((k, built, cat)) = c.as_ref() {
-            if *k == key && built.elapsed() < CATALOG_TTL {
-                return cat.clone();
+        let stamp = self.cache.stamp(&db.read());
+        {
+            let mut s = lock(&self.cache.slot);
+            if let Some(b) = s.current.as_ref().filter(|b| b.stamp == stamp) {
+                let cat = b.cat.clone();
+                if b.checked.elapsed() < self.cache.ttl {
+                    return cat;
+                }
+                if s.refresher {
+                    if !s.building && !s.wanted {
+                        s.wanted = true;
+                        self.cache.changed.notify_all();
+                    }
+                    return cat;
+                }
+                // Time for a check, and no thread to make it.
+                drop(s);
+                return self.cache.refresh(Some(db), None);
             }
         }
-        let cat = Arc::new(Catalog::build(&lib, &self.roots));
-        *c = Some((key, std::time::Instant::now(), cat.clone()));
-        cat
+        self.cache.refresh(Some(db), Some(stamp))
     }
 
-    /// The catalog as last built, if it is younger than the cache's
-    /// lifetime and no rescan was reported since; `None` otherwise. Takes
-    /// no library lock and builds nothing, so an async thread may call it
-    /// (a stream's lookup); a song missing from it may just be new.
+    /// The catalog as last built, if no rescan was reported since and it
+    /// is kept up to date (by the refresher thread, or it is younger than
+    /// [`CATALOG_TTL`]); `None` otherwise. Takes no library lock and
+    /// builds nothing, so an async thread may call it (a stream's
+    /// lookup); a song missing from it may just be new.
     pub fn recent_catalog(&self) -> Option<Arc<Catalog>> {
-        let c = lock(&self.cache);
-        let (k, built, cat) = c.as_ref()?;
-        (k.0 == self.version.load(Ordering::SeqCst) && built.elapsed() < CATALOG_TTL)
-            .then(|| cat.clone())
+        let s = lock(&self.cache.slot);
+        let b = s.current.as_ref()?;
+        (b.stamp.version == self.cache.version.load(Ordering::SeqCst)
+            && (s.refresher || b.checked.elapsed() < self.cache.ttl))
+            .then(|| b.cat.clone())
+    }
+
+    /// Starts the refresher thread over `db`, which builds the first
+    /// catalog at once and then every one asked for, one at a time, off
+    /// the requests' threads. Stopped and joined by
+    /// [`Music::stop_refresher`] (and when the `Music` is dropped). A
+    /// thread that cannot be started is logged; requests then rebuild
+    /// the catalog themselves.
+    pub fn start_refresher(&self, db: Arc<Db>) {
+        let mut slot = lock(&self.refresher);
+        if slot.is_some() {
+            return;
+        }
+        {
+            let mut s = lock(&self.cache.slot);
+            s.stopping = false;
+            s.refresher = true;
+            s.wanted = s.current.is_none();
+        }
+        let cache = self.cache.clone();
+        match std::thread::Builder::new()
+            .name("spindle-catalog".into())
+            .spawn(move || cache.run(&db))
+        {
+            Ok(t) => *slot = Some(t),
+            Err(e) => {
+                lock(&self.cache.slot).refresher = false;
+                tracing::warn!(
+                    "could not start the catalog thread ({e}); requests will rebuild the catalog"
+                );
+            }
+        }
+    }
+
+    /// Stops the refresher thread after the build it is running, and
+    /// joins it; requests then rebuild the catalog themselves. Blocks:
+    /// call from a blocking thread.
+    pub fn stop_refresher(&self) {
+        let t = lock(&self.refresher).take();
+        {
+            let mut s = lock(&self.cache.slot);
+            s.stopping = true;
+            s.refresher = false;
+            self.cache.changed.notify_all();
+        }
+        if let Some(t) = t {
+            if t.join().is_err() {
+                tracing::error!("the catalog thread panicked");
+            }
+        }
     }
 
     /// The music folder of a song, through which its files (and the
@@ -201,6 +301,196 @@ impl Music {
     }
 }
 
+impl Drop for Music {
+    fn drop(&mut self) {
+        self.stop_refresher();
+    }
+}
+
+/// Builds a catalog of a library over music folders.
+type Builder = dyn Fn(&Library, &[PathBuf]) -> Catalog + Send + Sync;
+
+/// What a catalog was built from, as cheap to read as a request can
+/// afford: a different stamp means the catalog is out of date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    /// Rescans reported ([`Music::library_changed`]).
+    version: u64,
+    entries: usize,
+    properties: usize,
+}
+
+/// The library's log file as last seen: its length and modification
+/// time. Every commit appends to the log, so while it stays the same the
+/// library does (a compaction starts a new log, which reads as a
+/// change). `None` when it cannot be read: then every check rebuilds.
+type LogStamp = Option<(u64, SystemTime)>;
+
+fn log_stamp(db: &Db) -> LogStamp {
+    let m = std::fs::metadata(db.dir().join(spindle_store::LOG_FILE)).ok()?;
+    Some((m.len(), m.modified().ok()?))
+}
+
+/// A built catalog.
+struct Built {
+    stamp: Stamp,
+    log: LogStamp,
+    /// When the library was last found unchanged (or it was built).
+    checked: Instant,
+    cat: Arc<Catalog>,
+}
+
+/// What the cache is doing.
+#[derive(Default)]
+struct Slot {
+    current: Option<Built>,
+    /// The refresher thread is asked to bring the catalog up to date.
+    wanted: bool,
+    /// A refresh runs (one at a time).
+    building: bool,
+    /// Refreshes started and finished so far: a caller that needs the
+    /// library as it is now waits for one started after it asked.
+    started: u64,
+    finished: u64,
+    /// The refresher thread runs and takes requests for refreshes.
+    refresher: bool,
+    stopping: bool,
+}
+
+/// The catalog, shared by requests and the refresher thread.
+struct Cache {
+    roots: Vec<PathBuf>,
+    build: Box<Builder>,
+    /// [`CATALOG_TTL`], shorter in tests.
+    ttl: Duration,
+    /// Rescans reported.
+    version: AtomicU64,
+    slot: Mutex<Slot>,
+    /// Signals every change of `slot`.
+    changed: Condvar,
+}
+
+impl Cache {
+    fn new(roots: Vec<PathBuf>) -> Cache {
+        Cache::with_builder(roots, Box::new(Catalog::build))
+    }
+
+    fn with_builder(roots: Vec<PathBuf>, build: Box<Builder>) -> Cache {
+        Cache {
+            roots,
+            build,
+            ttl: CATALOG_TTL,
+            version: AtomicU64::new(0),
+            slot: Mutex::new(Slot::default()),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn stamp(&self, lib: &Library) -> Stamp {
+        Stamp {
+            version: self.version.load(Ordering::SeqCst),
+            entries: lib.len(),
+            properties: lib.prop_count(),
+        }
+    }
+
+    fn wait<'a>(&self, s: MutexGuard<'a, Slot>) -> MutexGuard<'a, Slot> {
+        self.changed.wait(s).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until a refresh started after this call has finished, or
+    /// until the catalog is one of the library as `need` stamps it (a
+    /// refresh already running may build that one), on the refresher
+    /// thread when it runs, else here (over `db`; without one, returns at
+    /// once), and returns the catalog then current.
+    fn refresh(&self, db: Option<&Db>, need: Option<Stamp>) -> Arc<Catalog> {
+        let mut s = lock(&self.slot);
+        let target = s.started + 1;
+        while s.finished < target
+            && !(need.is_some() && s.current.as_ref().map(|b| b.stamp) == need)
+        {
+            if s.refresher {
+                s.wanted = true;
+                self.changed.notify_all();
+                s = self.wait(s);
+            } else if s.building {
+                s = self.wait(s);
+            } else if let Some(db) = db {
+                s.building = true;
+                s.started += 1;
+                drop(s);
+                self.bring_up_to_date(db);
+                s = lock(&self.slot);
+            } else {
+                break;
+            }
+        }
+        s.current
+            .as_ref()
+            .map_or_else(|| Arc::new(Catalog::default()), |b| b.cat.clone())
+    }
+
+    /// The refresher thread: a refresh whenever one is asked for, until
+    /// stopped.
+    fn run(&self, db: &Db) {
+        loop {
+            let mut s = lock(&self.slot);
+            // Until stopped, or asked while no refresh runs.
+            while !s.stopping && (!s.wanted || s.building) {
+                s = self.wait(s);
+            }
+            if s.stopping {
+                return;
+            }
+            s.wanted = false;
+            s.building = true;
+            s.started += 1;
+            drop(s);
+            self.bring_up_to_date(db);
+        }
+    }
+
+    /// Rebuilds the catalog if the library changed since the current one
+    /// was built (else marks it checked), then swaps it in and ends the
+    /// refresh the caller started (`building` set).
+    fn bring_up_to_date(&self, db: &Db) {
+        let lib = db.read();
+        let stamp = self.stamp(&lib);
+        let log = log_stamp(db);
+        let unchanged = lock(&self.slot)
+            .current
+            .as_ref()
+            .is_some_and(|b| b.stamp == stamp && b.log.is_some() && b.log == log);
+        let cat = (!unchanged).then(|| {
+            let started = Instant::now();
+            let cat = (self.build)(&lib, &self.roots);
+            tracing::debug!(
+                "catalog of {} songs built in {:.2} s",
+                cat.songs.len(),
+                started.elapsed().as_secs_f64()
+            );
+            Arc::new(cat)
+        });
+        drop(lib);
+        let mut s = lock(&self.slot);
+        match (cat, s.current.as_mut()) {
+            (Some(cat), _) => {
+                s.current = Some(Built {
+                    stamp,
+                    log,
+                    checked: Instant::now(),
+                    cat,
+                });
+            }
+            (None, Some(b)) => b.checked = Instant::now(),
+            (None, None) => {}
+        }
+        s.building = false;
+        s.finished = s.started;
+        self.changed.notify_all();
+    }
+}
+
 /// Whether `viewer` (the caller's authenticated user, if any) may read
 /// `owner`'s listening history: the owner always, anyone else only when
 /// the owner made it public; nobody when there is no such user. The
@@ -225,5 +515,200 @@ pub(crate) fn history_readable(
 fn log_refused(e: &OpenRefused) {
     if !e.is_missing() {
         tracing::warn!("refused to open a file: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::mpsc;
+
+    use spindle_query::Value;
+    use spindle_store::Op;
+
+    use super::*;
+    use crate::subsonic::views::testlib::{self, Row, ROOT};
+
+    const ROWS: &[Row<'static>] = &[
+        ("A/1.flac", "A", "X", "one", "Jazz", 1),
+        ("B/2.flac", "B", "Y", "two", "Pop", 0),
+    ];
+
+    /// How long a test waits for something that should happen at once.
+    const PATIENCE: Duration = Duration::from_secs(20);
+
+    /// A builder that counts its builds and, while `hold` is set, tells
+    /// `entered` it started and waits for `release` before building.
+    struct Probe {
+        builds: AtomicUsize,
+        hold: Mutex<Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>>,
+    }
+
+    /// A `Music` over [`ROOT`] (nothing read from it) whose catalog
+    /// builds go through `probe`, checked every `ttl`.
+    fn music(probe: &Arc<Probe>, ttl: Duration) -> Music {
+        let p = probe.clone();
+        let build: Box<Builder> = Box::new(move |lib, roots| {
+            if let Some((entered, release)) = lock(&p.hold).take() {
+                entered.send(()).unwrap();
+                release.recv().unwrap();
+            }
+            p.builds.fetch_add(1, Ordering::SeqCst);
+            Catalog::build(lib, roots)
+        });
+        let mut cache = Cache::with_builder(vec![PathBuf::from(ROOT)], build);
+        cache.ttl = ttl;
+        let mut m = Music::none();
+        m.cache = Arc::new(cache);
+        m
+    }
+
+    fn probe() -> Arc<Probe> {
+        Arc::new(Probe {
+            builds: AtomicUsize::new(0),
+            hold: Mutex::new(None),
+        })
+    }
+
+    /// Sets entry 2's play count (the linker's delete-and-add: the
+    /// library's counts stay the same).
+    fn play(db: &Db, plays: i64) {
+        db.commit(vec![
+            Op::DelKey {
+                entry: 2,
+                key: "timesplayed".into(),
+                source: Some("server".into()),
+            },
+            Op::AddProp {
+                entry: 2,
+                key: "timesplayed".into(),
+                source: "server".into(),
+                value: Value::Int(plays),
+            },
+        ])
+        .unwrap();
+    }
+
+    fn plays(cat: &Catalog) -> i64 {
+        cat.songs.iter().find(|s| s.id == 2).unwrap().play_count
+    }
+
+    /// Polls `f` until it holds.
+    fn eventually(what: &str, f: impl Fn() -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        while !f() {
+            assert!(Instant::now() < deadline, "{what} never happened");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_request_during_a_rebuild_gets_the_old_catalog_at_once_and_the_change_after_the_swap() {
+        let (_dir, db) = testlib::library(ROWS);
+        let db = Arc::new(db);
+        let probe = probe();
+        let m = Arc::new(music(&probe, Duration::ZERO));
+        m.start_refresher(db.clone());
+        assert_eq!(plays(&m.catalog(&db)), 0);
+        play(&db, 7);
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        *lock(&probe.hold) = Some((entered_tx, release_rx));
+        // This request asks for the check and is answered at once.
+        assert_eq!(plays(&m.catalog(&db)), 0);
+        entered.recv_timeout(PATIENCE).unwrap();
+        // The rebuild is held; another request must not wait for it.
+        let (tx, rx) = mpsc::channel();
+        let (m2, db2) = (m.clone(), db.clone());
+        std::thread::spawn(move || tx.send(plays(&m2.catalog(&db2))).unwrap());
+        assert_eq!(rx.recv_timeout(PATIENCE), Ok(0));
+        release.send(()).unwrap();
+        eventually("the rebuilt catalog's swap", || plays(&m.catalog(&db)) == 7);
+        m.stop_refresher();
+    }
+
+    #[test]
+    fn the_first_request_waits_for_the_first_build_and_builds_no_second() {
+        let (_dir, db) = testlib::library(ROWS);
+        let db = Arc::new(db);
+        let probe = probe();
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        *lock(&probe.hold) = Some((entered_tx, release_rx));
+        let m = Arc::new(music(&probe, CATALOG_TTL));
+        m.start_refresher(db.clone());
+        entered.recv_timeout(PATIENCE).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let (m2, db2) = (m.clone(), db.clone());
+        std::thread::spawn(move || tx.send(m2.catalog(&db2).songs.len()).unwrap());
+        assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+        release.send(()).unwrap();
+        assert_eq!(rx.recv_timeout(PATIENCE), Ok(2));
+        assert_eq!(probe.builds.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn an_unchanged_library_is_never_rebuilt() {
+        let (_dir, db) = testlib::library(ROWS);
+        let db = Arc::new(db);
+        let probe = probe();
+        let m = music(&probe, Duration::ZERO);
+        m.start_refresher(db.clone());
+        m.catalog(&db);
+        for _ in 0..50 {
+            m.catalog(&db);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // A change then is rebuilt: the checks did run.
+        play(&db, 3);
+        eventually("the rebuild of a changed library", || {
+            plays(&m.catalog(&db)) == 3
+        });
+        assert_eq!(probe.builds.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn new_entries_and_rescans_are_in_the_next_catalog() {
+        let (_dir, db) = testlib::library(ROWS);
+        let db = Arc::new(db);
+        let probe = probe();
+        let m = music(&probe, CATALOG_TTL);
+        m.start_refresher(db.clone());
+        assert_eq!(m.catalog(&db).songs.len(), 2);
+        db.commit(vec![
+            Op::CreateEntry(3),
+            Op::AddProp {
+                entry: 3,
+                key: "url".into(),
+                source: "server".into(),
+                value: Value::Str(format!("file://{ROOT}/C/3.flac")),
+            },
+        ])
+        .unwrap();
+        assert_eq!(m.catalog(&db).songs.len(), 3);
+        // A reported rescan waits for its catalog, so the next request
+        // finds it built.
+        play(&db, 5);
+        m.library_changed();
+        let s = lock(&m.cache.slot);
+        let b = s.current.as_ref().unwrap();
+        assert_eq!(plays(&b.cat), 5);
+        assert_eq!(b.stamp.version, 1);
+    }
+
+    #[test]
+    fn without_the_refresher_a_request_rebuilds_a_changed_library_itself() {
+        let (_dir, db) = testlib::library(ROWS);
+        let db = Arc::new(db);
+        let probe = probe();
+        let m = music(&probe, Duration::ZERO);
+        m.start_refresher(db.clone());
+        m.catalog(&db);
+        m.stop_refresher();
+        play(&db, 4);
+        assert_eq!(plays(&m.catalog(&db)), 4);
+        m.library_changed();
+        assert_eq!(m.catalog(&db).songs.len(), 2);
+        assert_eq!(probe.builds.load(Ordering::SeqCst), 3);
     }
 }

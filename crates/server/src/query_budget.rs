@@ -131,6 +131,19 @@ impl QueryPool {
     /// limits, a turn on the pool and the query budget. Call on a
     /// blocking thread: it may wait for a turn and then evaluate.
     pub fn search(&self, db: &Db, pattern: &str) -> Result<Ids, SearchError> {
+        self.search_with(db, pattern, &SourcePref::default())
+    }
+
+    /// [`QueryPool::search`] under the source preference `pref` (which
+    /// source's value of a key a filter sees: for a Subsonic user, their
+    /// own rating before another user's; see
+    /// [`crate::subsonic::rating::query_pref`]).
+    pub fn search_with(
+        &self,
+        db: &Db,
+        pattern: &str,
+        pref: &SourcePref,
+    ) -> Result<Ids, SearchError> {
         let parsed = parse_limited(pattern, &ParseLimits::NETWORK).map_err(SearchError::Pattern)?;
         let _turn = self.turn()?;
         let budget = Budget::default()
@@ -138,7 +151,7 @@ impl QueryPool {
             .with_steps(self.steps)
             .with_cancel(self.shutdown.clone());
         let lib = db.read();
-        lib.query_ids_with_budget(&parsed.coll, &SourcePref::default(), budget)
+        lib.query_ids_with_budget(&parsed.coll, pref, budget)
             .map_err(|e| match e {
                 QueryError::Cancelled => SearchError::ShuttingDown,
                 e => SearchError::Query(e),

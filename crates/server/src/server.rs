@@ -56,6 +56,9 @@ pub struct ServerConfig {
     pub rescan_every: Duration,
     /// How often the pins are looked at ([`crate::hot::PIN_POLL`]).
     pub pin_poll: Duration,
+    /// Serve HTTPS with this certificate and key ([`crate::tls`];
+    /// SIGHUP reloads them).
+    pub tls: Option<crate::tls::TlsFiles>,
 }
 
 impl ServerConfig {
@@ -70,6 +73,7 @@ impl ServerConfig {
             tiers: None,
             rescan_every: RESCAN_EVERY,
             pin_poll: crate::hot::PIN_POLL,
+            tls: None,
         }
     }
 }
@@ -118,6 +122,8 @@ pub enum OpenError {
         #[source]
         source: spindle_io::SetupError,
     },
+    #[error("loading the TLS certificate")]
+    Tls(#[source] crate::tls::TlsError),
     #[error("opening the server failed inside: {0}")]
     Task(#[source] tokio::task::JoinError),
 }
@@ -149,6 +155,7 @@ pub struct Server {
     watcher: Option<Watcher>,
     stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    tls: Option<Arc<crate::tls::Tls>>,
 }
 
 impl Server {
@@ -159,6 +166,13 @@ impl Server {
     pub async fn open(config: ServerConfig) -> Result<Server, OpenError> {
         let pin_poll = config.pin_poll;
         let data_dir = config.data_dir.clone();
+        // Before the library: a bad certificate path fails at once.
+        let tls = match config.tls.clone() {
+            Some(files) => Some(Arc::new(
+                crate::tls::Tls::load(files).map_err(OpenError::Tls)?,
+            )),
+            None => None,
+        };
         let (state, opened, watcher) = tokio::task::spawn_blocking(move || open_blocking(config))
             .await
             .map_err(OpenError::Task)??;
@@ -178,12 +192,19 @@ impl Server {
                 stopped,
             )));
         }
+        if let Some(t) = &tls {
+            tasks.push(tokio::spawn(crate::tls::reload_on_sighup(
+                t.clone(),
+                stop.subscribe(),
+            )));
+        }
         Ok(Server {
             state,
             opened,
             watcher: Some(watcher),
             stop,
             tasks,
+            tls,
         })
     }
 
@@ -197,7 +218,13 @@ impl Server {
         &self.opened
     }
 
-    /// Serves HTTP on `listener` until `shutdown` resolves, finishes the
+    /// The server's TLS, if it serves HTTPS: [`crate::tls::Tls::reload`]
+    /// reads the certificate again (SIGHUP does too).
+    pub fn tls(&self) -> Option<&Arc<crate::tls::Tls>> {
+        self.tls.as_ref()
+    }
+
+    /// Serves HTTP (HTTPS with a certificate) on `listener` until `shutdown` resolves, finishes the
     /// requests in flight ([`crate::SHUTDOWN_GRACE`] at most), then stops
     /// every background task and waits for each before it returns.
     pub async fn run(
@@ -205,7 +232,8 @@ impl Server {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let served = crate::serve(listener, self.state.clone(), shutdown).await;
+        let acceptor = self.tls.as_ref().map(|t| t.acceptor());
+        let served = crate::serve_with(listener, self.state.clone(), acceptor, shutdown).await;
         self.stop().await;
         served
     }
@@ -223,6 +251,8 @@ impl Server {
         for t in tasks {
             let _ = t.await;
         }
+        // Transcodes prepared ahead (crate::transcode::prepare).
+        state.transcoder.shutdown().await;
         // The tiers' own work: promotion queue, sampling, re-replication.
         if let Some(tiers) = state.tiers() {
             tiers.shutdown().await;
@@ -246,6 +276,7 @@ fn open_blocking(config: ServerConfig) -> Result<(AppState, Opened, Watcher), Op
         tiers,
         rescan_every,
         pin_poll: _,
+        tls: _,
     } = config;
     let db = Db::open(&data_dir).map_err(|source| OpenError::Library {
         path: data_dir.clone(),
@@ -273,7 +304,11 @@ fn open_blocking(config: ServerConfig) -> Result<(AppState, Opened, Watcher), Op
         &mut spindle_media::scan::Quiet,
     )
     .map_err(OpenError::Scan)?;
-    let mut music = Music::new(&roots, &data_dir).map_err(OpenError::Music)?;
+    let mut music = Music::new(&roots, &data_dir)
+        .map_err(OpenError::Music)?
+        .with_catalog_options(crate::catalog::CatalogOptions {
+            ignored_articles: http.ignored_articles.clone(),
+        });
     let mut tiers_status = None;
     if let Some(cfg) = tiers {
         let policy = crate::hot::policy(&cfg);
@@ -289,11 +324,12 @@ fn open_blocking(config: ServerConfig) -> Result<(AppState, Opened, Watcher), Op
         db.clone(),
         Arc::new(accounts),
         Arc::new(listens),
-        http,
+        crate::transcode::with_cache_under(http, &data_dir),
         Arc::new(SystemClock),
     )
     .with_music(music)
-    .with_reader(reader);
+    .with_reader(reader)
+    .with_cover_cache(&data_dir.join(crate::cover::COVER_CACHE_DIR));
     let watcher = start_watcher(&state, rescan_every)?;
     let opened = Opened {
         warnings,

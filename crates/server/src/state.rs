@@ -115,6 +115,20 @@ pub struct Config {
     /// Password hashing pool and failed-login throttling
     /// ([`crate::auth_guard::AuthLimits`]).
     pub auth: crate::auth_guard::AuthLimits,
+    /// Leading words sort names leave out ("The Beatles" sorts as
+    /// "Beatles"), compared caselessly
+    /// ([`crate::catalog::DEFAULT_IGNORED_ARTICLES`]); Subsonic's
+    /// `ignoredArticles` and every `sortName` follow it.
+    pub ignored_articles: Vec<String>,
+    /// The URL path every route is served under (`/music`); empty: the
+    /// root ([`crate::front`]).
+    pub base_path: String,
+    /// Trusted reverse proxies and the trusted-header login
+    /// ([`crate::proxy`]).
+    pub proxy: crate::proxy::ProxyConfig,
+    /// Transcoding: ffmpeg, the encode slots, the cache and the rules
+    /// ([`crate::transcode::TranscodeConfig`]).
+    pub transcode: crate::transcode::TranscodeConfig,
 }
 
 /// [`Config::send_queue`]'s default: 128 KiB, 3 s of a 320 kbit/s stream.
@@ -138,6 +152,13 @@ impl Default for Config {
             header_timeout: crate::http::HEADER_TIMEOUT,
             write_timeout: crate::http::WRITE_TIMEOUT,
             auth: crate::auth_guard::AuthLimits::default(),
+            ignored_articles: crate::catalog::DEFAULT_IGNORED_ARTICLES
+                .iter()
+                .map(|a| (*a).to_owned())
+                .collect(),
+            base_path: String::new(),
+            proxy: crate::proxy::ProxyConfig::default(),
+            transcode: crate::transcode::TranscodeConfig::default(),
         }
     }
 }
@@ -183,6 +204,8 @@ pub struct AppState {
     pub(crate) reader: Arc<Reader>,
     /// Logged-in web UI browsers.
     pub(crate) sessions: Arc<Sessions>,
+    /// The first-run setup code, while no user exists (`web::setup`).
+    pub(crate) first_run: Arc<crate::web::FirstRun>,
     /// The counters of `/metrics`.
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) live: Arc<Live>,
@@ -197,6 +220,22 @@ pub struct AppState {
     pub(crate) bodies: crate::body::Bodies,
     /// Every credential check: throttling and the Argon2 pool.
     pub(crate) guard: Arc<crate::auth_guard::AuthGuard>,
+    /// Cover art: the disk cache of resized covers and the resize gate
+    /// ([`AppState::with_cover_cache`]; no disk cache by default).
+    pub(crate) covers: Arc<crate::cover::Covers>,
+    /// The Subsonic lists' orders, search text and folder tree, per
+    /// catalog.
+    pub(crate) subsonic_views: Arc<crate::subsonic::views::ViewCache>,
+    /// The rescan a Subsonic `startScan` runs, and its count; stopped and
+    /// joined in [`AppState::stop_background`].
+    pub(crate) scans: Arc<crate::subsonic::scan::Scans>,
+    /// Similar artists from co-listening and genres (Subsonic's
+    /// getSimilarSongs, getArtistInfo), per catalog and history size.
+    pub(crate) similar: Arc<crate::similar::SimilarCache>,
+    /// ffmpeg's encode slots and the transcode cache ([`crate::transcode`]).
+    pub(crate) transcoder: Arc<crate::transcode::Transcoder>,
+    /// Subsonic's chat room (`addChatMessage`), in memory only.
+    pub(crate) chat: Arc<crate::subsonic::chat::Chat>,
 }
 
 #[derive(Default)]
@@ -240,6 +279,8 @@ impl AppState {
             &config.auth,
             clock.clone(),
         ));
+        let first_run = Arc::new(crate::web::FirstRun::new(&accounts));
+        let transcoder = Arc::new(crate::transcode::Transcoder::new(config.transcode.clone()));
         AppState {
             db,
             accounts,
@@ -249,6 +290,7 @@ impl AppState {
             music: Arc::new(Music::none()),
             reader: Arc::new(Reader::default()),
             sessions: Arc::default(),
+            first_run,
             metrics: Arc::default(),
             live: Arc::new(Live::default()),
             linker,
@@ -256,6 +298,12 @@ impl AppState {
             queries,
             bodies,
             guard,
+            covers: Arc::new(crate::cover::Covers::without_cache()),
+            subsonic_views: Arc::default(),
+            scans: Arc::default(),
+            similar: Arc::default(),
+            transcoder,
+            chat: Arc::default(),
         }
     }
 
@@ -273,7 +321,20 @@ impl AppState {
                 music.roots().to_vec(),
             ))
         });
+        music.start_refresher(self.db.clone());
         self.music = Arc::new(music);
+        self
+    }
+
+    /// Keeps resized covers in `dir` (`DATA_DIR/covers`), within
+    /// [`crate::cover::COVER_CACHE_BUDGET`] bytes. Call before the state
+    /// is shared; a folder that cannot be used is logged and covers are
+    /// then resized on every request.
+    pub fn with_cover_cache(mut self, dir: &std::path::Path) -> Self {
+        self.covers = Arc::new(crate::cover::Covers::open(
+            dir,
+            crate::cover::COVER_CACHE_BUDGET,
+        ));
         self
     }
 
@@ -312,6 +373,10 @@ impl AppState {
     /// are stored but no longer linked. Blocks: call from a blocking
     /// thread, once the server no longer takes requests.
     pub fn stop_background(&self) {
+        // A rescan runs to its end and then no other starts.
+        self.scans.stop();
+        // After the scans: a scan's end waits for the catalog thread.
+        self.music.stop_refresher();
         self.linker.stop();
         if let Some(feed) = &self.feed {
             feed.stop();

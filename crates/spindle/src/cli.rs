@@ -4,13 +4,14 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::cmd::config::ConfigCommand;
 use crate::cmd::listens::ListensCommand;
 use crate::cmd::scan::ScanArgs;
 use crate::cmd::scrobble::ScrobbleCommand;
+use crate::cmd::serve::ServeArgs;
 use crate::cmd::tiers::TiersCommand;
 use crate::cmd::user::{ApikeyCommand, UserCommand};
 use crate::cmd::{bench::BenchCommand, db::DbCommand, iobench::IobenchArgs, query::QueryArgs};
-use crate::logging::LogFormat;
 
 /// Spindle: your music library, its query language, scrobbling and streaming.
 #[derive(Debug, Parser)]
@@ -29,28 +30,12 @@ pub struct Cli {
 pub enum Command {
     /// Serve the library and the scrobble APIs (Last.fm 2.0, Audioscrobbler 1.2, ListenBrainz).
     Serve {
-        /// A music folder to serve (repeatable).
-        #[arg(long, value_name = "DIR")]
-        music: Vec<PathBuf>,
-        /// Address to listen on.
-        #[arg(long, default_value = "127.0.0.1:4533")]
-        listen: String,
-        /// How streams read files: tokio, psync, uring or uring-sqpoll
-        /// (io_uring falls back to psync where it is unavailable).
-        #[arg(long, value_name = "ENGINE", default_value = spindle_server::stream::DEFAULT_ENGINE)]
-        io_engine: String,
-        /// The most a connection keeps queued in the kernel beyond what
-        /// the client's TCP window takes, in KiB (TCP_NOTSENT_LOWAT); 0
-        /// leaves the kernel's default. The cap keeps thousands of slow
-        /// listeners from exhausting TCP memory.
-        #[arg(long, value_name = "KIB", default_value_t = spindle_server::DEFAULT_SEND_QUEUE / 1024)]
-        send_queue_kib: u32,
-        /// The log on stderr: text (`spindle: …` lines) or json (one object
-        /// per line). SPINDLE_LOG (else RUST_LOG) filters it, e.g. `debug` or
-        /// `info,spindle_tiers=debug`; the default is info.
-        #[arg(long, value_enum, value_name = "FORMAT", env = "SPINDLE_LOG_FORMAT", default_value_t = LogFormat::Text)]
-        log_format: LogFormat,
+        #[command(flatten)]
+        args: ServeArgs,
     },
+    /// The server's settings file: print the documented default, check one.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Add and refresh the audio files of music folders in the library.
     Scan(ScanArgs),
     /// Query the library with a collection pattern, e.g. 'artist:metallica tracknr>2'.
@@ -63,13 +48,24 @@ pub enum Command {
     /// Benchmarks that compare Spindle with its peers in one run.
     #[command(subcommand)]
     Bench(BenchCommand),
-    /// Accounts for the scrobble APIs: add a user, print a ListenBrainz token,
-    /// make a listening history public or private.
+    /// Accounts: list, add, delete, new passwords, administrators,
+    /// ListenBrainz tokens, public or private listening histories.
     #[command(subcommand)]
     User(UserCommand),
     /// API key and secret pairs for Last.fm clients.
     #[command(subcommand)]
     Apikey(ApikeyCommand),
+    /// Copy the library, listens, accounts and user data into DIR (new or
+    /// empty), also while a server runs (docs/backup.md).
+    Backup {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Bring a backup in DIR back into --data-dir, which must be new or empty.
+    Restore {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// The listening history: import a Last.fm or ListenBrainz export.
     #[command(subcommand)]
     Listens(ListensCommand),

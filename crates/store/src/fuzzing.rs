@@ -112,16 +112,7 @@ pub fn seal_log(bytes: &[u8]) -> Vec<u8> {
     }
     let crc = crc32fast::hash(&b[..h - 4]);
     b[h - 4..h].copy_from_slice(&crc.to_le_bytes());
-    let mut pos = h;
-    while let Some(len) = le32(&b, pos) {
-        let start = pos + 8;
-        let Some(end) = start.checked_add(len as usize).filter(|&e| e <= b.len()) else {
-            break;
-        };
-        let crc = crc32fast::hash(&b[start..end]);
-        b[pos + 4..start].copy_from_slice(&crc.to_le_bytes());
-        pos = end;
-    }
+    spindle_framed::seal(&mut b, h);
     b
 }
 

@@ -17,6 +17,10 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::{Condvar, Mutex};
 
+// The frames, the torn-window rule and the writer's pieces are
+// `spindle-framed`'s, shared with the listening history.
+use spindle_framed::{pieces, FrameError, Framing, TORN_WINDOW};
+
 use crate::codec::{Reader, Writer};
 use crate::error::FormatError;
 use crate::op::Op;
@@ -88,40 +92,8 @@ pub(crate) fn read_log(bytes: &[u8]) -> Result<LogContents, ReadError> {
     read_log_with_window(bytes, TORN_WINDOW)
 }
 
-/// The most bytes the log writer has written and not yet fsynced, unless
-/// one record is larger: a flush is written and fsynced in pieces of at
-/// most this size, cut at record boundaries (a larger record is a piece of
-/// its own). So after a power loss, whatever order the disk kept the
-/// pages of the last write in, damage can only lie within the last
-/// `TORN_WINDOW` bytes of the file or within its last record; the reader
-/// drops a bad record there as a torn tail, and refuses one further back
-/// that has good records after it. 4 MiB.
-pub(crate) const TORN_WINDOW: usize = 4 << 20;
-
-/// `frames` (whole records) in pieces of at most `window` bytes, each
-/// ending at a record boundary; a record longer than `window` is a piece
-/// of its own.
-pub(crate) fn pieces(frames: &[u8], window: usize) -> impl Iterator<Item = &[u8]> {
-    let mut rest = frames;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let mut end = 0usize;
-        while let Some(h) = rest.get(end..end + 4) {
-            let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
-            let next = end.saturating_add(8).saturating_add(len);
-            if end > 0 && next > window {
-                break;
-            }
-            end = next.min(rest.len());
-        }
-        let end = end.max(1).min(rest.len());
-        let (piece, tail) = rest.split_at(end);
-        rest = tail;
-        Some(piece)
-    })
-}
+/// Frames of any length a record's u32 field can hold.
+const FRAMING: Framing = Framing::new(u32::MAX);
 
 /// [`read_log`] with another torn window (tests of damage in small logs
 /// use 0).
@@ -157,32 +129,20 @@ pub(crate) fn read_log_with_window(
         if pos == bytes.len() {
             break;
         }
-        let bad = match read_record(&bytes[pos..]) {
-            Ok((seq, ops, used)) => match last_seq.filter(|&last| seq <= last) {
+        let bad = match read_record(bytes, pos) {
+            Ok((seq, ops, end)) => match last_seq.filter(|&last| seq <= last) {
                 Some(last) => format!("record at offset {pos} has sequence {seq} after {last}"),
                 None => {
                     last_seq = Some(seq);
                     out.txns.push((seq, ops));
-                    pos += used;
+                    pos = end;
                     continue;
                 }
             },
             Err(e) => format!("{} at offset {pos}", e.0),
         };
-        // A torn write lies within the last window, or is the last
-        // record itself when that one is larger (its length, if the
-        // header survived, says how far it reaches).
-        let claimed = bytes
-            .get(pos..pos + 4)
-            .map_or(0, |h| u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize)
-            .saturating_add(8);
-        let reach = if pos.saturating_add(claimed) <= bytes.len() {
-            torn_window.max(claimed)
-        } else {
-            torn_window
-        };
-        let in_window = bytes.len() - pos <= reach;
-        if !in_window && (pos + 1..bytes.len()).any(|at| is_record(&bytes[at..])) {
+        let framing = FRAMING.with_torn_window(torn_window);
+        if !framing.is_torn_tail(bytes, pos, |p| decode_payload(p).is_ok()) {
             return Err(ReadError::Damaged {
                 offset: pos as u64,
                 detail: bad,
@@ -194,41 +154,15 @@ pub(crate) fn read_log_with_window(
     Ok(out)
 }
 
-/// Whether `b` starts with a complete record whose checksum matches and
-/// whose payload decodes. Decodes before it hashes: on garbage the
-/// decoder gives up within a few bytes, while the hash would read the
-/// whole length the garbage claims.
-fn is_record(b: &[u8]) -> bool {
-    let Some(head) = b.get(..8) else {
-        return false;
-    };
-    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
-    let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
-    let Some(payload) = usize::try_from(len)
-        .ok()
-        .and_then(|l| b.get(8..l.checked_add(8)?))
-    else {
-        return false;
-    };
-    decode_payload(payload).is_ok() && crc32fast::hash(payload) == crc
-}
-
-fn read_record(b: &[u8]) -> Result<(u64, Vec<Op>, usize), FormatError> {
-    if b.len() < 8 {
-        return Err(FormatError::new("incomplete record header"));
-    }
-    let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    let crc = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
-    // No allocation depends on `len`: the record is a slice of `b`.
-    let end = usize::try_from(len)
-        .ok()
-        .and_then(|l| l.checked_add(8))
-        .filter(|&end| end <= b.len())
-        .ok_or_else(|| FormatError::new("incomplete record"))?;
-    let payload = &b[8..end];
-    if crc32fast::hash(payload) != crc {
-        return Err(FormatError::new("record checksum mismatch"));
-    }
+/// The record at `at`: its sequence number, its ops and where it ends.
+fn read_record(bytes: &[u8], at: usize) -> Result<(u64, Vec<Op>, usize), FormatError> {
+    let (payload, end) = FRAMING.frame_at(bytes, at).map_err(|e| {
+        FormatError::new(match e {
+            FrameError::ShortHeader => "incomplete record header",
+            FrameError::ShortPayload | FrameError::TooLong(_) => "incomplete record",
+            FrameError::Checksum => "record checksum mismatch",
+        })
+    })?;
     let (seq, ops) = decode_payload(payload)?;
     Ok((seq, ops, end))
 }
@@ -516,29 +450,6 @@ mod tests {
         assert_eq!(got.txns.len(), 1);
         assert_eq!(got.good_len, second as u64);
         assert!(got.dropped_tail.is_some());
-    }
-
-    #[test]
-    fn flushes_are_written_in_pieces_of_at_most_the_window_cut_at_records() {
-        let b = sample();
-        let records = &b[LOG_HEADER_LEN as usize..];
-        let starts: Vec<usize> = (0..=3)
-            .map(|n| encode_log_len(n) - LOG_HEADER_LEN as usize)
-            .collect();
-        let longest = starts.windows(2).map(|w| w[1] - w[0]).max().unwrap();
-        for window in [0, 1, longest, longest + 1, records.len(), usize::MAX] {
-            let got: Vec<&[u8]> = pieces(records, window).collect();
-            assert_eq!(got.concat(), records, "window {window}");
-            let mut at = 0;
-            for p in got {
-                at += p.len();
-                assert!(
-                    starts.contains(&at),
-                    "window {window}: a piece ends mid-record"
-                );
-                assert!(p.len() <= window.max(longest), "window {window}");
-            }
-        }
     }
 
     #[test]

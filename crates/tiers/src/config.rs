@@ -394,6 +394,33 @@ impl TiersConfig {
     }
 }
 
+/// The environment variable that names the server config file.
+pub const CONFIG_ENV: &str = "SPINDLE_SERVER_CONFIG";
+
+/// The server config file to read: `path`, else `$SPINDLE_SERVER_CONFIG`
+/// (when set and not empty), else [`default_config_path`] if that file
+/// exists; `None` when there is none (docs/tiers.md).
+pub fn config_path(path: Option<&Path>) -> Option<PathBuf> {
+    path.map(Path::to_owned)
+        .or_else(|| {
+            std::env::var_os(CONFIG_ENV)
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+        })
+        .or_else(|| default_config_path().filter(|p| p.is_file()))
+}
+
+impl TiersConfig {
+    /// The `[tiers]` section of the server config [`config_path`] finds;
+    /// `Ok(None)` when there is no config file or it has no such section.
+    pub fn find(path: Option<&Path>) -> Result<Option<TiersConfig>, ConfigError> {
+        match config_path(path) {
+            Some(path) => TiersConfig::load(&path),
+            None => Ok(None),
+        }
+    }
+}
+
 /// The default location of the server config:
 /// `$XDG_CONFIG_HOME/spindle/server.toml`, else `~/.config/spindle/server.toml`
 /// (the XDG lookup is the `directories` crate's); none without a home.
@@ -407,6 +434,24 @@ mod tests {
 
     fn parse(text: &str) -> Result<Option<TiersConfig>, String> {
         TiersConfig::parse(text, Path::new("server.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_config_named_on_the_command_line_is_the_one_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = dir.path().join("with.toml");
+        std::fs::write(
+            &with,
+            "[tiers]\n\n[[tiers.cold]]\nkind = \"folder\"\npath = \"/a\"\n",
+        )
+        .unwrap();
+        let without = dir.path().join("without.toml");
+        std::fs::write(&without, "[listen]\n").unwrap();
+        assert_eq!(config_path(Some(&with)), Some(with.clone()));
+        assert!(TiersConfig::find(Some(&with)).unwrap().is_some());
+        assert!(TiersConfig::find(Some(&without)).unwrap().is_none());
+        let missing = dir.path().join("missing.toml");
+        assert!(TiersConfig::find(Some(&missing)).is_err());
     }
 
     #[test]

@@ -30,6 +30,9 @@ use tokio::io::AsyncWriteExt;
 
 use crate::device::{key_is_safe, Backend, DeviceError, DeviceKind, Folder, Opened, Reader};
 
+mod writer;
+pub use writer::HotWriter;
+
 const MAGIC: &[u8; 8] = b"SPNDLHOT";
 const VERSION: u32 = 1;
 

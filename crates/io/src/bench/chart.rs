@@ -390,7 +390,11 @@ fn hex(c: Rgb) -> String {
     format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
 }
 
-fn escape(s: &str) -> String {
+/// `s` as the text of an SVG `<text>` element: `&`, `<` and `>` escaped.
+/// The one escaping of the benchmark charts (this one and the tiers'
+/// policy simulation's, `spindle_tiers::sim::chart`); the server's
+/// documents have their own rule (`spindle_server::xml`).
+pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -559,6 +563,12 @@ mod tests {
         assert_eq!(paths(Path::new("d/x.svg")), pair("d/x.svg", "d/x.png"));
         assert_eq!(paths(Path::new("x.png")), pair("x.svg", "x.png"));
         assert_eq!(paths(Path::new("x.v1")), pair("x.v1.svg", "x.v1.png"));
+    }
+
+    #[test]
+    fn chart_text_escapes_markup_and_keeps_the_rest() {
+        assert_eq!(escape("R&B <live> 4k"), "R&amp;B &lt;live&gt; 4k");
+        assert_eq!(escape("&amp;"), "&amp;amp;");
     }
 
     #[test]

@@ -135,6 +135,20 @@ impl BenchConfig {
         }
     }
 
+    /// `self` with repeated engines and access patterns dropped, the
+    /// first of each kept: `--engines psync,psync` measures psync once.
+    fn without_repeats(&self) -> BenchConfig {
+        fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
+            let firsts = v.iter().enumerate().filter(|&(i, x)| !v[..i].contains(x));
+            firsts.map(|(_, &x)| x).collect()
+        }
+        BenchConfig {
+            engines: dedup(&self.engines),
+            rws: dedup(&self.rws),
+            ..self.clone()
+        }
+    }
+
     fn check(&self) -> Result<(), BenchError> {
         let bad = |m: String| Err(BenchError::Config(m));
         if self.bs == 0 || !self.bs.is_multiple_of(512) || self.bs > crate::MAX_BUF_SIZE {
@@ -321,12 +335,41 @@ pub enum Progress<'a> {
     },
 }
 
+/// A progress line as `spindle iobench` prints it: the note, or the
+/// point, round and figures of a measurement.
+impl std::fmt::Display for Progress<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Progress::Note(msg) => f.write_str(msg),
+            Progress::Measured {
+                rw,
+                engine,
+                depth,
+                round,
+                by,
+                m,
+            } => write!(
+                f,
+                "{:<8} {:<12} depth {:>3} round {} {:<7} {:>9.0} IOPS  p99 {:>8.1} us",
+                rw.name(),
+                engine.name(),
+                depth,
+                round + 1,
+                by,
+                m.iops(),
+                m.lat_p99_us
+            ),
+        }
+    }
+}
+
 /// Runs the sweep. Creates (and always removes) the test file, or reads the
-/// read-only target.
+/// read-only target. Repeated engines or patterns are measured once.
 pub fn run(
     cfg: &BenchConfig,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<BenchReport, BenchError> {
+    let cfg = &cfg.without_repeats();
     cfg.check()?;
     let fio_version = if cfg.fio {
         Some(fio::version(&cfg.fio_program)?)

@@ -6,6 +6,12 @@ use std::fmt::Write as _;
 use super::{BenchReport, Point, Rw};
 use crate::engine::EngineKind;
 
+/// What `spindle iobench` prints: the [`table`], its [`legend`] and the
+/// [`advice`].
+pub fn text(r: &BenchReport) -> String {
+    format!("{}\n{}\n\n{}", table(r), legend(r), advice(r))
+}
+
 /// The results table, one row per point (medians of the rounds).
 pub fn table(r: &BenchReport) -> String {
     let fio = r.points.iter().any(|p| p.fio.is_some());

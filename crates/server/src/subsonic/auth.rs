@@ -1,11 +1,18 @@
 //! Who is asking: Subsonic's `u`+`p` (plain or `enc:` hex), `u`+`t`+`s`
-//! (t = md5(password + salt)) and OpenSubsonic's `apiKey` (a user's token,
-//! the one `spindle user token NAME` prints). Every check goes through
+//! (t = md5(password + salt)) and OpenSubsonic's `apiKey`
+//! (`apiKeyAuthentication`): a per-app key (`spindle user apikey add NAME
+//! --app LABEL`, or the web UI's settings; see [`crate::accounts::AppKey`])
+//! or, as before per-app keys existed, the user's token (the one
+//! `spindle user token NAME` prints). A key logs in as its user only;
+//! `apiKey` with `u` is error 43, an unknown or revoked key error 44.
+//! `tokenInfo` names the user behind the key. Every check goes through
 //! the server's [`crate::auth_guard::AuthGuard`]: throttled per address
 //! and account, an unknown user answered as a wrong password.
 
 use std::net::IpAddr;
 
+use super::response::Node;
+use super::{Ctx, SyncResult};
 use crate::accounts::constant_eq;
 use crate::auth_guard::Denied;
 use crate::params::Params;
@@ -70,7 +77,11 @@ pub async fn authenticate(
             ));
         }
         return guard
-            .check(ip, None, VIA, || accounts.user_by_token(key))
+            .check(ip, None, VIA, || {
+                accounts
+                    .user_by_app_key(key)
+                    .or_else(|| accounts.user_by_token(key))
+            })
             .map_err(|d| denied(d, 44, "Invalid API key"));
     }
     let Some(user) = p.nonempty("u") else {
@@ -117,5 +128,72 @@ pub async fn authenticate(
                 .map_err(|d| denied(d, 40, WRONG))
         }
         _ => Err(refuse(10, "Required parameter is missing: p, or t and s")),
+    }
+}
+
+/// `tokenInfo` (OpenSubsonic `apiKeyAuthentication`): the user the
+/// request's key (or other credentials) logged in as.
+pub(crate) fn token_info(c: &mut Ctx) -> SyncResult {
+    Ok(Some(Node::new("tokenInfo").s("username", &c.user)))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::subsonic::testkit::Kit;
+
+    /// `method` with an `apiKey` (and `extra`, plain ASCII), as JSON.
+    async fn with_key(
+        k: &Kit,
+        method: &str,
+        key: &str,
+        extra: &[(&str, &str)],
+    ) -> serde_json::Value {
+        let mut uri = format!("/rest/{method}?apiKey={key}&v=1.16.1&c=t&f=json");
+        for (n, v) in extra {
+            uri.push_str(&format!("&{n}={v}"));
+        }
+        let (_, _, body) = k.get(&uri).await;
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_per_app_key_logs_in_as_its_user_until_it_is_revoked() {
+        let k = Kit::new();
+        let (key, id) = k.state.accounts.add_app_key("bob", "Feishin", 0).unwrap();
+        let r = with_key(&k, "tokenInfo", &key, &[]).await;
+        assert_eq!(r["subsonic-response"]["status"], "ok", "{r}");
+        assert_eq!(r["subsonic-response"]["tokenInfo"]["username"], "bob");
+        // bob's key does not make him an administrator or anyone else.
+        let r = with_key(&k, "startScan", &key, &[]).await;
+        assert_eq!(r["subsonic-response"]["error"]["code"], 50);
+        k.state.accounts.revoke("bob", &id).unwrap().unwrap();
+        let r = with_key(&k, "ping", &key, &[]).await;
+        assert_eq!(r["subsonic-response"]["error"]["code"], 44, "{r}");
+    }
+
+    #[tokio::test]
+    async fn the_token_still_works_as_an_api_key_until_it_is_reset() {
+        let k = Kit::new();
+        let old = k.state.accounts.user_token("ann").unwrap();
+        let r = with_key(&k, "tokenInfo", &old, &[]).await;
+        assert_eq!(
+            r["subsonic-response"]["tokenInfo"]["username"], "ann",
+            "{r}"
+        );
+        let new = k.state.accounts.reset_token("ann").unwrap();
+        let r = with_key(&k, "ping", &old, &[]).await;
+        assert_eq!(r["subsonic-response"]["error"]["code"], 44);
+        let r = with_key(&k, "ping", &new, &[]).await;
+        assert_eq!(r["subsonic-response"]["status"], "ok");
+    }
+
+    #[tokio::test]
+    async fn an_api_key_with_a_user_name_is_error_43_and_a_wrong_key_44() {
+        let k = Kit::new();
+        let (key, _) = k.state.accounts.add_app_key("ann", "app", 0).unwrap();
+        let r = with_key(&k, "ping", &key, &[("u", "ann")]).await;
+        assert_eq!(r["subsonic-response"]["error"]["code"], 43);
+        let r = with_key(&k, "ping", "spk_0000", &[]).await;
+        assert_eq!(r["subsonic-response"]["error"]["code"], 44);
     }
 }

@@ -1,25 +1,117 @@
-//! Browsing: music folders, indexes, artists, albums, songs, directories,
-//! genres, and the OpenSubsonic extensions list.
+//! Browsing by tags: music folders, artists, albums, songs, genres, and
+//! the OpenSubsonic extensions list; and the song, album and artist nodes
+//! every method shows, with the OpenSubsonic fields (`replayGain`,
+//! `genres`, `artists`, `albumArtists`, `displayArtist`, `isCompilation`,
+//! `sortName`, `musicBrainzId`, `bitDepth`, `samplingRate`,
+//! `channelCount`, `played`, `userRating`, `originalReleaseDate`,
+//! `recordLabels`, `moods`, `discTitles`; see
+//! https://opensubsonic.netlify.app/docs/responses/child/).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use super::access::Access;
 use super::response::Node;
-use super::{not_found, Ctx, Fail, SyncResult};
-use crate::catalog::{Album, Artist, Catalog, Song};
+use super::{Ctx, Fail, SyncResult};
+use crate::catalog::{artist_id, date_parts, Album, Artist, Catalog, Song};
+use crate::state::AppState;
 use crate::time::iso8601;
 
 pub(crate) type Starred = BTreeMap<String, i64>;
 
-fn starred_attr(n: Node, id: &str, starred: &Starred) -> Node {
-    match starred.get(id) {
-        Some(t) => n.s("starred", iso8601(*t)),
-        None => n,
+/// What a node shows of the user asking: when they starred an id, and
+/// their rating of it. A bare [`Starred`] map has stars only; [`marks`]
+/// has both.
+pub(crate) trait Marks {
+    /// When the user starred `id` (UNIX seconds).
+    fn starred(&self, id: &str) -> Option<i64>;
+    /// The user's rating (1–5) of `id`.
+    fn rating(&self, _id: &str) -> Option<i64> {
+        None
     }
 }
 
-/// A song as a Subsonic `Child`.
-pub(crate) fn song_node(s: &Song, starred: &Starred) -> Node {
+impl Marks for Starred {
+    fn starred(&self, id: &str) -> Option<i64> {
+        self.get(id).copied()
+    }
+}
+
+/// The stars and ratings of one user, for the nodes of one answer.
+pub(crate) struct UserMarks {
+    starred: Starred,
+    state: AppState,
+    user: String,
+}
+
+impl Marks for UserMarks {
+    fn starred(&self, id: &str) -> Option<i64> {
+        self.starred.get(id).copied()
+    }
+    fn rating(&self, id: &str) -> Option<i64> {
+        super::rating::user_rating(&self.state, &self.user, id)
+    }
+}
+
+impl std::ops::Deref for UserMarks {
+    type Target = Starred;
+    fn deref(&self) -> &Starred {
+        &self.starred
+    }
+}
+
+/// The asking user's stars and ratings (call on a blocking thread: a
+/// rating is a library read).
+pub(crate) fn marks(c: &Ctx) -> UserMarks {
+    UserMarks {
+        starred: c.state.music.userdata.starred(&c.user),
+        state: c.state.clone(),
+        user: c.user.clone(),
+    }
+}
+
+/// `starred` and `userRating` of `id`, as the user has them.
+fn user_attrs(n: Node, id: &str, marks: &impl Marks) -> Node {
+    let n = match marks.starred(id) {
+        Some(t) => n.s("starred", iso8601(t)),
+        None => n,
+    };
+    n.opt_i("userRating", marks.rating(id))
+}
+
+/// OpenSubsonic `ArtistID3` references (id and name) of `names`.
+fn artist_refs(names: &[String]) -> Vec<Node> {
+    names
+        .iter()
+        .map(|name| {
+            Node::new("artist")
+                .s("id", artist_id(name))
+                .s("name", name.clone())
+        })
+        .collect()
+}
+
+/// OpenSubsonic `ItemGenre`s.
+fn genre_nodes(genres: &[String]) -> Vec<Node> {
+    genres
+        .iter()
+        .map(|g| Node::new("genre").s("name", g.clone()))
+        .collect()
+}
+
+/// An OpenSubsonic `ItemDate` of a tagged date.
+fn item_date(name: &'static str, date: &str) -> Option<Node> {
+    let (y, m, d) = date_parts(date)?;
+    Some(
+        Node::new(name)
+            .i("year", y)
+            .opt_i("month", m)
+            .opt_i("day", d),
+    )
+}
+
+/// A song as a Subsonic `Child`, with the OpenSubsonic fields.
+pub(crate) fn song_node(s: &Song, marks: &impl Marks) -> Node {
     let id = s.id.to_string();
     let n = Node::new("song")
         .s("id", id.clone())
@@ -27,7 +119,7 @@ pub(crate) fn song_node(s: &Song, starred: &Starred) -> Node {
         .b("isDir", false)
         .s("title", s.title.clone())
         .s("album", s.album.clone())
-        .s("artist", s.artist.clone())
+        .s("artist", s.display_artist.clone())
         .opt_i("track", s.track)
         .opt_i("year", s.year)
         .opt_s("genre", s.genre.clone())
@@ -37,6 +129,9 @@ pub(crate) fn song_node(s: &Song, starred: &Starred) -> Node {
         .s("suffix", s.suffix.clone())
         .opt_i("duration", s.duration)
         .opt_i("bitRate", s.bitrate)
+        .opt_i("bitDepth", s.bit_depth)
+        .opt_i("samplingRate", s.sample_rate)
+        .opt_i("channelCount", s.channels)
         .s("path", s.path.clone())
         .i("playCount", s.play_count)
         .opt_i("discNumber", s.disc)
@@ -51,11 +146,46 @@ pub(crate) fn song_node(s: &Song, starred: &Starred) -> Node {
     } else {
         n
     };
-    starred_attr(n, &id, starred)
+    let n = user_attrs(n, &id, marks)
+        .opt_i("bpm", s.bpm)
+        .opt_s("comment", s.comment.clone())
+        .s("sortName", s.sort_title.clone())
+        .opt_s("musicBrainzId", s.mbid.clone())
+        .s("displayArtist", s.display_artist.clone())
+        .s("displayAlbumArtist", s.display_album_artist.clone())
+        .opt_s(
+            "displayComposer",
+            (!s.composers.is_empty()).then(|| s.composers.join(", ")),
+        );
+    let rg = &s.replay_gain;
+    let contributors = s
+        .composers
+        .iter()
+        .map(|c| {
+            Node::new("contributor").s("role", "composer").child(
+                Node::new("artist")
+                    .s("id", artist_id(c))
+                    .s("name", c.clone()),
+            )
+        })
+        .collect();
+    n.strs("isrc", s.isrc.clone())
+        .list("genres", genre_nodes(&s.genres))
+        .list("artists", artist_refs(&s.artists))
+        .list("albumArtists", artist_refs(&s.album_artists))
+        .list("contributors", contributors)
+        .strs("moods", s.moods.clone())
+        .child(
+            Node::new("replayGain")
+                .opt_f("trackGain", rg.track_gain)
+                .opt_f("albumGain", rg.album_gain)
+                .opt_f("trackPeak", rg.track_peak)
+                .opt_f("albumPeak", rg.album_peak),
+        )
 }
 
-/// An album as a Subsonic `AlbumID3`.
-pub(crate) fn album_node(a: &Album, starred: &Starred) -> Node {
+/// An album as a Subsonic `AlbumID3`, with the OpenSubsonic fields.
+pub(crate) fn album_node(a: &Album, marks: &impl Marks) -> Node {
     let n = Node::new("album")
         .s("id", a.id.clone())
         .s("name", a.name.clone())
@@ -69,10 +199,44 @@ pub(crate) fn album_node(a: &Album, starred: &Starred) -> Node {
         .s("created", iso8601(a.created))
         .opt_i("year", a.year)
         .opt_s("genre", a.genre.clone());
-    starred_attr(n, &a.id, starred)
+    let n = if a.last_played > 0 {
+        n.s("played", iso8601(a.last_played))
+    } else {
+        n
+    };
+    let n = user_attrs(n, &a.id, marks)
+        .s("displayArtist", a.artist.clone())
+        .b("isCompilation", a.compilation)
+        .s("sortName", a.sort_name.clone())
+        .opt_s("musicBrainzId", a.mbid.clone());
+    let n = match a
+        .original_date
+        .as_deref()
+        .and_then(|d| item_date("originalReleaseDate", d))
+    {
+        Some(d) => n.child(d),
+        None => n,
+    };
+    let labels = a
+        .labels
+        .iter()
+        .map(|l| Node::new("label").s("name", l.clone()))
+        .collect();
+    let discs = a
+        .disc_titles
+        .iter()
+        .map(|(disc, title)| Node::new("disc").i("disc", *disc).s("title", title.clone()))
+        .collect();
+    n.list("genres", genre_nodes(&a.genres))
+        .list("artists", artist_refs(&a.artists))
+        .list("recordLabels", labels)
+        .strs("moods", a.moods.clone())
+        .strs("releaseTypes", a.release_types.clone())
+        .list("discTitles", discs)
 }
 
-pub(crate) fn artist_node(cat: &Catalog, a: &Artist, starred: &Starred) -> Node {
+/// An artist as a Subsonic `ArtistID3`, with the OpenSubsonic fields.
+pub(crate) fn artist_node(cat: &Catalog, a: &Artist, marks: &impl Marks) -> Node {
     let n = Node::new("artist")
         .s("id", a.id.clone())
         .s("name", a.name.clone())
@@ -81,40 +245,42 @@ pub(crate) fn artist_node(cat: &Catalog, a: &Artist, starred: &Starred) -> Node 
         Some(&al) => n.s("coverArt", cat.albums[al].id.clone()),
         None => n,
     };
-    starred_attr(n, &a.id, starred)
+    user_attrs(n, &a.id, marks)
+        .s("sortName", a.sort_name.clone())
+        .opt_s("musicBrainzId", a.mbid.clone())
 }
+
+/// The OpenSubsonic extensions this server honours, with their versions
+/// (names as https://opensubsonic.netlify.app/docs/extensions/ spells
+/// them).
+pub const EXTENSIONS: &[(&str, i64)] = &[
+    ("apiKeyAuthentication", 1),
+    ("formPost", 1),
+    ("songLyrics", 1),
+    ("indexBasedQueue", 1),
+    ("transcodeOffset", 1),
+];
 
 pub(crate) fn extensions() -> Node {
     Node::new("").list(
         "openSubsonicExtensions",
-        [("apiKeyAuthentication", 1), ("formPost", 1)]
+        EXTENSIONS
             .iter()
             .map(|(name, v)| Node::new("e").s("name", *name).ints("versions", vec![*v]))
             .collect(),
     )
 }
 
-fn folder_filter(c: &Ctx) -> Result<Option<usize>, super::Fail> {
-    match c.int("musicFolderId")? {
-        None => Ok(None),
-        Some(n) if n >= 1 && (n as usize) <= c.state.music.roots().len() => {
-            Ok(Some(n as usize - 1))
-        }
-        Some(_) => Err(not_found("Music folder")),
-    }
-}
-
-pub(crate) fn in_folder(cat: &Catalog, a: &Album, folder: Option<usize>) -> bool {
-    folder.is_none_or(|f| a.songs.iter().any(|&s| cat.songs[s].folder == f))
-}
-
+/// The music folders the user is granted.
 pub(crate) fn music_folders(c: &mut Ctx) -> SyncResult {
+    let access = c.access();
     let folders = c
         .state
         .music
         .roots()
         .iter()
         .enumerate()
+        .filter(|(n, _)| access.folder(*n))
         .map(|(n, r)| {
             let name = r
                 .file_name()
@@ -128,7 +294,7 @@ pub(crate) fn music_folders(c: &mut Ctx) -> SyncResult {
     Ok(Some(Node::new("musicFolders").list("musicFolder", folders)))
 }
 
-fn index_letter(name: &str) -> String {
+pub(crate) fn index_letter(name: &str) -> String {
     match name.chars().next() {
         Some(ch) if ch.is_alphabetic() => ch.to_uppercase().collect(),
         _ => "#".into(),
@@ -138,25 +304,21 @@ fn index_letter(name: &str) -> String {
 /// Artists (indexes into the catalog) under their index letter.
 type Groups = Vec<(String, Vec<usize>)>;
 
-fn grouped(c: &mut Ctx) -> Result<(Arc<Catalog>, Groups), Fail> {
-    let folder = folder_filter(c)?;
+fn grouped(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Groups), Fail> {
+    let scope = c.scope()?;
     let cat = c.cat();
     let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
     for (n, a) in cat.artists.iter().enumerate() {
-        if !a
-            .albums
-            .iter()
-            .any(|&al| in_folder(&cat, &cat.albums[al], folder))
-        {
+        if !scope.sees_artist(&cat, a) {
             continue;
         }
-        let l = index_letter(&a.name);
+        let l = index_letter(&a.sort_name);
         match groups.last_mut() {
             Some((g, v)) if *g == l => v.push(n),
             _ => groups.push((l, vec![n])),
         }
     }
-    Ok((cat, groups))
+    Ok((cat, scope, groups))
 }
 
 /// The `index` nodes of `groups`, each artist drawn by `artist`.
@@ -170,47 +332,30 @@ fn index_nodes(cat: &Catalog, groups: Groups, artist: impl Fn(&Artist) -> Node) 
         .collect()
 }
 
-pub(crate) fn indexes(c: &mut Ctx) -> SyncResult {
-    let (cat, groups) = grouped(c)?;
-    let starred = c.state.music.userdata.starred(&c.user);
+pub(crate) fn artists(c: &mut Ctx) -> SyncResult {
+    let (cat, scope, groups) = grouped(c)?;
+    let marks = marks(c);
     let idx = index_nodes(&cat, groups, |a| {
-        starred_attr(
-            Node::new("artist")
-                .s("id", a.id.clone())
-                .s("name", a.name.clone()),
-            &a.id,
-            &starred,
-        )
+        artist_node(&cat, &scope.artist_view(&cat, a), &marks)
     });
     Ok(Some(
-        Node::new("indexes")
-            .i("lastModified", c.now() * 1000)
-            .s("ignoredArticles", "")
-            .list("index", idx),
-    ))
-}
-
-pub(crate) fn artists(c: &mut Ctx) -> SyncResult {
-    let (cat, groups) = grouped(c)?;
-    let starred = c.state.music.userdata.starred(&c.user);
-    let idx = index_nodes(&cat, groups, |a| artist_node(&cat, a, &starred));
-    Ok(Some(
         Node::new("artists")
-            .s("ignoredArticles", "")
+            .s("ignoredArticles", cat.ignored_articles.join(" "))
             .list("index", idx),
     ))
 }
 
-/// What a lookup by `id` needs: the id, the catalog, the user's stars.
-fn by_id(c: &mut Ctx) -> Result<(String, Arc<Catalog>, Starred), Fail> {
+/// What a lookup by `id` needs: the id, the catalog, what the user may
+/// see, the user's stars and ratings.
+fn by_id(c: &mut Ctx) -> Result<(String, Arc<Catalog>, Access, UserMarks), Fail> {
     let id = c.req("id")?.to_owned();
     let cat = c.cat();
-    let starred = c.state.music.userdata.starred(&c.user);
-    Ok((id, cat, starred))
+    Ok((id, cat, c.access(), marks(c)))
 }
 
-/// An album's songs as Subsonic `Child`ren.
-fn song_nodes(cat: &Catalog, a: &Album, starred: &Starred) -> Vec<Node> {
+/// An album's songs as Subsonic `Child`ren (of an album view: the
+/// visible ones).
+fn song_nodes(cat: &Catalog, a: &Album, starred: &impl Marks) -> Vec<Node> {
     a.songs
         .iter()
         .map(|&n| song_node(&cat.songs[n], starred))
@@ -218,79 +363,36 @@ fn song_nodes(cat: &Catalog, a: &Album, starred: &Starred) -> Vec<Node> {
 }
 
 pub(crate) fn artist(c: &mut Ctx) -> SyncResult {
-    let (id, cat, starred) = by_id(c)?;
-    let a = cat.artist(&id).ok_or_else(|| not_found("Artist"))?;
+    let (id, cat, access, starred) = by_id(c)?;
+    let a = access.artist_view(&cat, access.artist(&cat, &id)?);
     let albums = a
         .albums
         .iter()
-        .map(|&n| album_node(&cat.albums[n], &starred))
+        .map(|&n| album_node(&access.album_view(&cat, &cat.albums[n]), &starred))
         .collect();
-    Ok(Some(artist_node(&cat, a, &starred).list("album", albums)))
+    Ok(Some(artist_node(&cat, &a, &starred).list("album", albums)))
 }
 
 pub(crate) fn album(c: &mut Ctx) -> SyncResult {
-    let (id, cat, starred) = by_id(c)?;
-    let a = cat.album(&id).ok_or_else(|| not_found("Album"))?;
-    let songs = song_nodes(&cat, a, &starred);
-    Ok(Some(album_node(a, &starred).list("song", songs)))
+    let (id, cat, access, starred) = by_id(c)?;
+    let a = access.album_view(&cat, access.album(&cat, &id)?);
+    let songs = song_nodes(&cat, &a, &starred);
+    Ok(Some(album_node(&a, &starred).list("song", songs)))
 }
 
 pub(crate) fn song(c: &mut Ctx) -> SyncResult {
-    let (id, cat, starred) = by_id(c)?;
-    let s = cat.song(&id).ok_or_else(|| not_found("Song"))?;
+    let (id, cat, access, starred) = by_id(c)?;
+    let s = access.song(&cat, &id)?;
     Ok(Some(song_node(s, &starred)))
 }
 
-/// Folder browsing over the same tree: an artist's directory holds its
-/// albums, an album's directory its songs.
-pub(crate) fn directory(c: &mut Ctx) -> SyncResult {
-    let (id, cat, starred) = by_id(c)?;
-    if let Some(a) = cat.artist(&id) {
-        let kids = a
-            .albums
-            .iter()
-            .map(|&n| {
-                let al = &cat.albums[n];
-                starred_attr(
-                    Node::new("child")
-                        .s("id", al.id.clone())
-                        .s("parent", a.id.clone())
-                        .b("isDir", true)
-                        .s("title", al.name.clone())
-                        .s("album", al.name.clone())
-                        .s("artist", al.artist.clone())
-                        .s("coverArt", al.id.clone())
-                        .opt_i("year", al.year),
-                    &al.id,
-                    &starred,
-                )
-            })
-            .collect();
-        return Ok(Some(
-            Node::new("directory")
-                .s("id", a.id.clone())
-                .s("name", a.name.clone())
-                .list("child", kids),
-        ));
-    }
-    if let Some(al) = cat.album(&id) {
-        let kids = song_nodes(&cat, al, &starred);
-        return Ok(Some(
-            Node::new("directory")
-                .s("id", al.id.clone())
-                .s("parent", al.artist_id.clone())
-                .s("name", al.name.clone())
-                .list("child", kids),
-        ));
-    }
-    Err(not_found("Directory"))
-}
-
+/// The genres of the songs the user may see, with their counts.
 pub(crate) fn genres(c: &mut Ctx) -> SyncResult {
+    let access = c.access();
     let cat = c.cat();
     let mut g: HashMap<&str, (i64, std::collections::HashSet<&str>)> = HashMap::new();
-    for s in &cat.songs {
-        if let Some(name) = &s.genre {
+    for s in cat.songs.iter().filter(|s| access.sees_song(s)) {
+        for name in &s.genres {
             let e = g.entry(name).or_default();
             e.0 += 1;
             e.1.insert(&s.album_id);
@@ -301,11 +403,134 @@ pub(crate) fn genres(c: &mut Ctx) -> SyncResult {
     let nodes = v
         .into_iter()
         .map(|(name, (songs, albums))| {
+            // The name is the element's text (`value` in JSON).
             Node::new("genre")
-                .s("value", name)
                 .i("songCount", songs)
                 .i("albumCount", albums.len() as i64)
+                .text(name)
         })
         .collect();
     Ok(Some(Node::new("genres").list("genre", nodes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::ReplayGain;
+    use crate::subsonic::views::testlib;
+
+    fn song() -> Song {
+        let cat = testlib::catalog(&[("A/x.flac", "Ann", "Both", "Duet", "Rock", 0)]);
+        let mut s = cat.songs[0].clone();
+        s.artists = vec!["Ann".into(), "Bob".into()];
+        s.display_artist = "Ann & Bob".into();
+        s.genres = vec!["Rock".into(), "Jazz".into()];
+        s.moods = vec!["Calm".into()];
+        s.replay_gain = ReplayGain {
+            track_gain: Some(-6.5),
+            album_peak: Some(0.9),
+            ..ReplayGain::default()
+        };
+        s.bit_depth = Some(16);
+        s.sample_rate = Some(44100);
+        s.channels = Some(2);
+        s
+    }
+
+    struct Rated;
+    impl Marks for Rated {
+        fn starred(&self, _: &str) -> Option<i64> {
+            None
+        }
+        fn rating(&self, _: &str) -> Option<i64> {
+            Some(4)
+        }
+    }
+
+    #[test]
+    fn a_song_shows_every_artist_and_genre_and_its_replay_gain() {
+        let j = song_node(&song(), &Starred::new()).to_json();
+        assert_eq!(j["artist"], "Ann & Bob");
+        assert_eq!(j["displayArtist"], "Ann & Bob");
+        let names = |k: &str| -> Vec<String> {
+            j[k].as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(names("artists"), ["Ann", "Bob"]);
+        assert_eq!(j["artists"][1]["id"], artist_id("Bob"));
+        assert_eq!(names("genres"), ["Rock", "Jazz"]);
+        assert_eq!(names("albumArtists"), ["Ann"]);
+        assert_eq!(j["moods"], serde_json::json!(["Calm"]));
+        assert_eq!(
+            j["replayGain"],
+            serde_json::json!({"trackGain": -6.5, "albumPeak": 0.9})
+        );
+        assert_eq!(
+            (&j["bitDepth"], &j["samplingRate"], &j["channelCount"]),
+            (
+                &serde_json::json!(16),
+                &serde_json::json!(44100),
+                &serde_json::json!(2)
+            )
+        );
+        assert_eq!(j["mediaType"], "song");
+        assert!(j.get("userRating").is_none());
+        let x = song_node(&song(), &Rated).to_xml();
+        assert!(x.contains(r#"userRating="4""#), "{x}");
+        assert!(x.contains(r#"<artists id=""#), "{x}");
+        assert!(
+            x.contains(r#"<replayGain trackGain="-6.5" albumPeak="0.9"/>"#),
+            "{x}"
+        );
+    }
+
+    #[test]
+    fn an_album_shows_compilation_dates_labels_and_disc_titles() {
+        let cat = testlib::catalog(&[("A/x.flac", "Ann", "Both", "Duet", "Rock", 0)]);
+        let mut a = cat.albums[0].clone();
+        a.compilation = true;
+        a.original_date = Some("1999-05".into());
+        a.labels = vec!["Label One".into()];
+        a.disc_titles = vec![(1, "First".into())];
+        let j = album_node(&a, &Rated).to_json();
+        assert_eq!(j["isCompilation"], true);
+        assert_eq!(
+            j["originalReleaseDate"],
+            serde_json::json!({"year": 1999, "month": 5})
+        );
+        assert_eq!(
+            j["recordLabels"],
+            serde_json::json!([{"name": "Label One"}])
+        );
+        assert_eq!(
+            j["discTitles"],
+            serde_json::json!([{"disc": 1, "title": "First"}])
+        );
+        assert_eq!(j["genres"], serde_json::json!([{"name": "Rock"}]));
+        assert_eq!(j["userRating"], 4);
+        assert_eq!(j["sortName"], "Both");
+    }
+
+    #[test]
+    fn the_extensions_list_names_what_the_server_honours() {
+        let j = extensions().to_json();
+        let names: Vec<&str> = j["openSubsonicExtensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        for name in [
+            "apiKeyAuthentication",
+            "formPost",
+            "songLyrics",
+            "indexBasedQueue",
+            "transcodeOffset",
+        ] {
+            assert!(names.contains(&name), "{name} missing from {names:?}");
+        }
+    }
 }

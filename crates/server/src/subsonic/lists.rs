@@ -1,10 +1,16 @@
-//! Lists and search: getAlbumList2 (every type), getRandomSongs, search3
-//! (an empty query pages through everything; a query that looks like
-//! Spindle's query language is evaluated as one).
+//! Lists and search: getAlbumList and getAlbumList2 (every type, from the
+//! orders [`super::views`] keeps per catalog), getRandomSongs,
+//! getSongsByGenre, getStarred, search2 and search3 (an empty query pages
+//! through everything; a query that looks like Spindle's query language is
+//! evaluated as one; words are looked up in the per-catalog text).
+
+use std::sync::Arc;
 
 use rand::seq::SliceRandom;
 
-use super::browse::{album_node, artist_node, in_folder, song_node};
+use super::access::Access;
+use super::browse::{album_node, artist_node, song_node, UserMarks};
+use super::folders::{album_child, artist_v1};
 use super::response::Node;
 use super::{missing, Ctx, Fail, SyncResult};
 use crate::catalog::Catalog;
@@ -17,89 +23,174 @@ fn offset(c: &Ctx, name: &str) -> Result<usize, Fail> {
     Ok(c.int(name)?.unwrap_or(0).max(0) as usize)
 }
 
-fn folder(c: &Ctx) -> Result<Option<usize>, Fail> {
-    match c.int("musicFolderId")? {
-        None => Ok(None),
-        Some(n) if n >= 1 && (n as usize) <= c.state.music.roots().len() => {
-            Ok(Some(n as usize - 1))
-        }
-        Some(_) => Err(super::not_found("Music folder")),
-    }
-}
-
-pub(crate) fn album_list2(c: &mut Ctx) -> SyncResult {
+/// The page of albums an album list asks for (`type`, `size` at most
+/// 500, `offset`, `musicFolderId` and the type's own parameters), as
+/// indexes into the catalog, in order; of the albums the user may see.
+fn album_page(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Vec<usize>, UserMarks), Fail> {
     let kind = c.req("type")?.to_owned();
     let (size, offset) = (size(c, "size", 10)?, offset(c, "offset")?);
-    let folder = folder(c)?;
+    let scope = c.scope()?;
+    let years = match kind.as_str() {
+        "byYear" => Some((
+            c.int("fromYear")?.ok_or_else(|| missing("fromYear"))?,
+            c.int("toYear")?.ok_or_else(|| missing("toYear"))?,
+        )),
+        _ => None,
+    };
+    let genre = match kind.as_str() {
+        "byGenre" => Some(c.req("genre")?.to_lowercase()),
+        _ => None,
+    };
     let cat = c.cat();
-    let starred = c.state.music.userdata.starred(&c.user);
-    let mut v: Vec<usize> = (0..cat.albums.len())
-        .filter(|&n| in_folder(&cat, &cat.albums[n], folder))
-        .collect();
-    let a = |n: &usize| &cat.albums[*n];
-    let fold = |s: &str| s.to_lowercase();
-    match kind.as_str() {
-        "random" => v.shuffle(&mut rand::thread_rng()),
-        "newest" => v.sort_by_key(|n| std::cmp::Reverse(a(n).created)),
-        // No ratings yet: the most played stand in for the highest rated.
-        "highest" | "frequent" => {
-            v.retain(|n| a(n).play_count > 0);
-            v.sort_by_key(|n| std::cmp::Reverse(a(n).play_count));
+    let views = c.state.subsonic_views.of(&cat);
+    let o = views.orders();
+    let starred = super::browse::marks(c);
+    let keep = |n: &usize| scope.sees_album(&cat, &cat.albums[*n]);
+    let page = |it: &mut dyn Iterator<Item = usize>| -> Vec<usize> {
+        it.filter(keep).skip(offset).take(size).collect()
+    };
+    let v = match kind.as_str() {
+        "random" => {
+            let mut all: Vec<usize> = o.by_name.iter().copied().filter(keep).collect();
+            let (amount, _) = all.partial_shuffle(&mut rand::thread_rng(), size);
+            amount.to_vec()
         }
-        "recent" => {
-            v.retain(|n| a(n).last_played > 0);
-            v.sort_by_key(|n| std::cmp::Reverse(a(n).last_played));
+        "newest" => page(&mut o.newest.iter().copied()),
+        // The user's rated albums, best first; then the most played.
+        "highest" => {
+            let ud = &c.state.music.userdata;
+            let mut rated: Vec<(u8, usize)> = o
+                .by_name
+                .iter()
+                .filter_map(|&n| ud.rating(&c.user, &cat.albums[n].id).map(|r| (r, n)))
+                .collect();
+            rated.sort_by_key(|&(r, _)| std::cmp::Reverse(r));
+            let rest = o
+                .frequent
+                .iter()
+                .copied()
+                .filter(|&n| ud.rating(&c.user, &cat.albums[n].id).is_none());
+            page(&mut rated.iter().map(|&(_, n)| n).chain(rest))
         }
-        "alphabeticalByName" => v.sort_by_key(|n| fold(&a(n).name)),
-        "alphabeticalByArtist" => v.sort_by_key(|n| (fold(&a(n).artist), fold(&a(n).name))),
-        "starred" => {
-            v.retain(|n| starred.contains_key(&a(n).id));
-            v.sort_by_key(|n| fold(&a(n).name));
-        }
+        "frequent" => page(&mut o.frequent.iter().copied()),
+        "recent" => page(&mut o.recent.iter().copied()),
+        "alphabeticalByName" => page(&mut o.by_name.iter().copied()),
+        "alphabeticalByArtist" => page(&mut o.by_artist.iter().copied()),
+        "starred" => page(
+            &mut o
+                .by_name
+                .iter()
+                .copied()
+                .filter(|&n| starred.contains_key(&cat.albums[n].id)),
+        ),
         "byYear" => {
-            let from = c.int("fromYear")?.ok_or_else(|| missing("fromYear"))?;
-            let to = c.int("toYear")?.ok_or_else(|| missing("toYear"))?;
+            let (from, to) = years.unwrap_or_default();
             let (lo, hi) = (from.min(to), from.max(to));
-            v.retain(|n| a(n).year.is_some_and(|y| (lo..=hi).contains(&y)));
-            v.sort_by_key(|n| a(n).year.unwrap_or(0));
+            let start = o
+                .by_year
+                .partition_point(|&n| cat.albums[n].year.unwrap_or(0) < lo);
+            let end = o
+                .by_year
+                .partition_point(|&n| cat.albums[n].year.unwrap_or(0) <= hi);
+            let range = o.by_year.get(start..end).unwrap_or_default();
             if from > to {
-                v.reverse();
+                page(&mut range.iter().rev().copied())
+            } else {
+                page(&mut range.iter().copied())
             }
         }
         "byGenre" => {
-            let g = c.req("genre")?.to_lowercase();
-            v.retain(|n| {
-                a(n).songs.iter().any(|&s| {
-                    cat.songs[s]
-                        .genre
-                        .as_deref()
-                        .is_some_and(|x| x.to_lowercase() == g)
-                })
-            });
-            v.sort_by_key(|n| fold(&a(n).name));
+            let g = genre.unwrap_or_default();
+            page(&mut o.album_genres.get(&g).into_iter().flatten().copied())
         }
         other => return Err(Fail(0, format!("Unknown album list type: {other}"))),
-    }
+    };
+    Ok((cat, scope, v, starred))
+}
+
+/// `getAlbumList`: albums as directories (`Child` with `isDir`), which
+/// `getMusicDirectory` opens.
+pub(crate) fn album_list(c: &mut Ctx) -> SyncResult {
+    let (cat, scope, v, starred) = album_page(c)?;
     let albums = v
         .into_iter()
-        .skip(offset)
-        .take(size)
-        .map(|n| album_node(&cat.albums[n], &starred))
+        .map(|n| album_child(&scope.album_view(&cat, &cat.albums[n]), &starred))
+        .collect();
+    Ok(Some(Node::new("albumList").list("album", albums)))
+}
+
+pub(crate) fn album_list2(c: &mut Ctx) -> SyncResult {
+    let (cat, scope, v, starred) = album_page(c)?;
+    let albums = v
+        .into_iter()
+        .map(|n| album_node(&scope.album_view(&cat, &cat.albums[n]), &starred))
         .collect();
     Ok(Some(Node::new("albumList2").list("album", albums)))
 }
 
+/// `getSongsByGenre`: `genre` (caselessly), `count` (10 by default, at
+/// most 500), `offset`, `musicFolderId`; by album, disc and track.
+pub(crate) fn songs_by_genre(c: &mut Ctx) -> SyncResult {
+    let genre = c.req("genre")?.to_lowercase();
+    let (count, offset) = (size(c, "count", 10)?, offset(c, "offset")?);
+    let scope = c.scope()?;
+    let cat = c.cat();
+    let views = c.state.subsonic_views.of(&cat);
+    let starred = super::browse::marks(c);
+    let songs = views
+        .orders()
+        .song_genres
+        .get(&genre)
+        .into_iter()
+        .flatten()
+        .filter(|&&n| scope.sees_song(&cat.songs[n]))
+        .skip(offset)
+        .take(count)
+        .map(|&n| song_node(&cat.songs[n], &starred))
+        .collect();
+    Ok(Some(Node::new("songsByGenre").list("song", songs)))
+}
+
+/// `getStarred`: what the user starred, albums as directories.
+pub(crate) fn starred(c: &mut Ctx) -> SyncResult {
+    let cat = c.cat();
+    let scope = c.scope()?;
+    let starred = super::browse::marks(c);
+    let (mut artists, mut albums, mut songs) = (Vec::new(), Vec::new(), Vec::new());
+    for id in starred.keys() {
+        if let Some(a) = cat.artist(id) {
+            if scope.sees_artist(&cat, a) {
+                artists.push(artist_v1(a, &starred));
+            }
+        } else if let Some(a) = cat.album(id) {
+            if scope.sees_album(&cat, a) {
+                albums.push(album_child(&scope.album_view(&cat, a), &starred));
+            }
+        } else if let Some(s) = cat.song(id) {
+            if scope.sees_song(s) {
+                songs.push(song_node(s, &starred));
+            }
+        }
+    }
+    Ok(Some(
+        Node::new("starred")
+            .list("artist", artists)
+            .list("album", albums)
+            .list("song", songs),
+    ))
+}
+
 pub(crate) fn random_songs(c: &mut Ctx) -> SyncResult {
     let size = size(c, "size", 10)?;
-    let folder = folder(c)?;
+    let scope = c.scope()?;
     let genre = c.p.nonempty("genre").map(str::to_lowercase);
     let (from, to) = (c.int("fromYear")?, c.int("toYear")?);
     let cat = c.cat();
-    let starred = c.state.music.userdata.starred(&c.user);
+    let starred = super::browse::marks(c);
     let mut v: Vec<usize> = (0..cat.songs.len())
         .filter(|&n| {
             let s = &cat.songs[n];
-            folder.is_none_or(|f| s.folder == f)
+            scope.sees_song(s)
                 && genre
                     .as_ref()
                     .is_none_or(|g| s.genre.as_deref().is_some_and(|x| x.to_lowercase() == *g))
@@ -131,7 +222,7 @@ struct Found {
     songs: Vec<usize>,
 }
 
-fn search_words(cat: &Catalog, q: &str) -> Result<Found, Fail> {
+fn search_words(c: &Ctx, cat: &Arc<Catalog>, q: &str) -> Result<Found, Fail> {
     let words: Vec<String> = q.split_whitespace().map(str::to_lowercase).collect();
     // Each word is a pass over every song, like a filter of the query
     // language: the same limit.
@@ -145,26 +236,11 @@ fn search_words(cat: &Catalog, q: &str) -> Result<Found, Fail> {
             ),
         ));
     }
-    let hit = |hay: &str| {
-        let hay = hay.to_lowercase();
-        words.iter().all(|w| hay.contains(w.as_str()))
-    };
+    let hits = c.state.subsonic_views.of(cat).text().search(&words);
     Ok(Found {
-        artists: (0..cat.artists.len())
-            .filter(|&n| hit(&cat.artists[n].name))
-            .collect(),
-        albums: (0..cat.albums.len())
-            .filter(|&n| {
-                let a = &cat.albums[n];
-                hit(&format!("{} {}", a.name, a.artist))
-            })
-            .collect(),
-        songs: (0..cat.songs.len())
-            .filter(|&n| {
-                let s = &cat.songs[n];
-                hit(&format!("{} {} {}", s.title, s.artist, s.album))
-            })
-            .collect(),
+        artists: hits.artists,
+        albums: hits.albums,
+        songs: hits.songs,
     })
 }
 
@@ -172,10 +248,12 @@ fn search_words(cat: &Catalog, q: &str) -> Result<Found, Fail> {
 /// (see [`crate::query_budget`]); refused, over budget or busy is error 0
 /// with the reason.
 fn search_query(c: &Ctx, cat: &Catalog, q: &str) -> Result<Found, Fail> {
+    // The user's own ratings win (`rating>=4` is theirs).
+    let pref = super::rating::query_pref(&c.user);
     let ids = c
         .state
         .queries
-        .search(&c.state.db, q)
+        .search_with(&c.state.db, q, &pref)
         .map_err(|e| Fail(0, format!("Query: {e}")))?;
     let songs: Vec<usize> = ids
         .ids
@@ -206,7 +284,18 @@ fn search_query(c: &Ctx, cat: &Catalog, q: &str) -> Result<Found, Fail> {
     })
 }
 
-pub(crate) fn search3(c: &mut Ctx) -> SyncResult {
+/// What `search2` and `search3` found, paged: artists, albums, songs (of
+/// what the user may see).
+type Paged = (
+    Arc<Catalog>,
+    Access,
+    UserMarks,
+    Vec<usize>,
+    Vec<usize>,
+    Vec<usize>,
+);
+
+fn search(c: &mut Ctx) -> Result<Paged, Fail> {
     let q = c.p.get("query").unwrap_or("").trim();
     let max = spindle_query::limits::NETWORK_MAX_PATTERN_BYTES;
     if q.len() > max {
@@ -219,7 +308,7 @@ pub(crate) fn search3(c: &mut Ctx) -> SyncResult {
         ));
     }
     let q = q.trim_matches('"').trim_end_matches('*').trim().to_owned();
-    let folder = folder(c)?;
+    let scope = c.scope()?;
     let cat = c.cat();
     let found = if q.is_empty() {
         Found {
@@ -230,43 +319,87 @@ pub(crate) fn search3(c: &mut Ctx) -> SyncResult {
     } else if looks_like_query(&q) {
         search_query(c, &cat, &q)?
     } else {
-        search_words(&cat, &q)?
+        search_words(c, &cat, &q)?
     };
-    let starred = c.state.music.userdata.starred(&c.user);
+    let starred = super::browse::marks(c);
     let artists = found
         .artists
         .into_iter()
-        .filter(|&n| {
-            cat.artists[n]
-                .albums
-                .iter()
-                .any(|&al| in_folder(&cat, &cat.albums[al], folder))
-        })
+        .filter(|&n| scope.sees_artist(&cat, &cat.artists[n]))
         .skip(offset(c, "artistOffset")?)
         .take(size(c, "artistCount", 20)?)
-        .map(|n| artist_node(&cat, &cat.artists[n], &starred))
         .collect();
     let albums = found
         .albums
         .into_iter()
-        .filter(|&n| in_folder(&cat, &cat.albums[n], folder))
+        .filter(|&n| scope.sees_album(&cat, &cat.albums[n]))
         .skip(offset(c, "albumOffset")?)
         .take(size(c, "albumCount", 20)?)
-        .map(|n| album_node(&cat.albums[n], &starred))
         .collect();
     let songs = found
         .songs
         .into_iter()
-        .filter(|&n| folder.is_none_or(|f| cat.songs[n].folder == f))
+        .filter(|&n| scope.sees_song(&cat.songs[n]))
         .skip(offset(c, "songOffset")?)
         .take(size(c, "songCount", 20)?)
-        .map(|n| song_node(&cat.songs[n], &starred))
         .collect();
+    Ok((cat, scope, starred, artists, albums, songs))
+}
+
+pub(crate) fn search3(c: &mut Ctx) -> SyncResult {
+    let (cat, scope, starred, artists, albums, songs) = search(c)?;
     Ok(Some(
         Node::new("searchResult3")
-            .list("artist", artists)
-            .list("album", albums)
-            .list("song", songs),
+            .list(
+                "artist",
+                artists
+                    .into_iter()
+                    .map(|n| artist_node(&cat, &scope.artist_view(&cat, &cat.artists[n]), &starred))
+                    .collect(),
+            )
+            .list(
+                "album",
+                albums
+                    .into_iter()
+                    .map(|n| album_node(&scope.album_view(&cat, &cat.albums[n]), &starred))
+                    .collect(),
+            )
+            .list(
+                "song",
+                songs
+                    .into_iter()
+                    .map(|n| song_node(&cat.songs[n], &starred))
+                    .collect(),
+            ),
+    ))
+}
+
+/// `search2`: as `search3`, with artists and albums as directories.
+pub(crate) fn search2(c: &mut Ctx) -> SyncResult {
+    let (cat, scope, starred, artists, albums, songs) = search(c)?;
+    Ok(Some(
+        Node::new("searchResult2")
+            .list(
+                "artist",
+                artists
+                    .into_iter()
+                    .map(|n| artist_v1(&cat.artists[n], &starred))
+                    .collect(),
+            )
+            .list(
+                "album",
+                albums
+                    .into_iter()
+                    .map(|n| album_child(&scope.album_view(&cat, &cat.albums[n]), &starred))
+                    .collect(),
+            )
+            .list(
+                "song",
+                songs
+                    .into_iter()
+                    .map(|n| song_node(&cat.songs[n], &starred))
+                    .collect(),
+            ),
     ))
 }
 

@@ -1,24 +1,40 @@
 //! The methods that are not XML/JSON answers, or that write the history:
-//! stream, download, getCoverArt, scrobble.
+//! stream, download, scrobble (getCoverArt is in `cover.rs`).
 
-use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use spindle_listens::Listen;
-use spindle_media::tags::{embedded_cover, TagError};
-use spindle_media::COVER_CAP;
 
 use super::{missing, not_found, Ctx, Fail};
 use crate::scrobble;
 use crate::stream::serve_opened;
+use crate::transcode;
 
 type Answer = Result<Response, Fail>;
 
-/// `stream` and `download`: the file as it is, with ranges. `maxBitRate`
-/// and `format` are accepted and ignored: there is no transcoding.
+/// `stream` and `download`: the file as it is, with ranges; or, for
+/// `stream`, transcoded ([`crate::transcode`]): `format`, `maxBitRate`
+/// (kbit/s), the rules' per-user and per-client defaults, `timeOffset`
+/// (or `transcodeOffset`, seconds) and `estimateContentLength`.
+/// `download` always sends the file.
 pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download: bool) -> Answer {
     let id = c.req("id")?.to_owned();
     let st = c.state.clone();
+    let ask = match download {
+        true => None,
+        false => Some(transcode::Ask {
+            format: c.p.nonempty("format").map(str::to_owned),
+            max_bitrate: c.int("maxBitRate")?.and_then(|m| u32::try_from(m).ok()),
+            offset: ["timeOffset", "transcodeOffset"]
+                .iter()
+                .find_map(|k| c.p.nonempty(k).and_then(|v| v.parse::<f64>().ok()))
+                .unwrap_or(0.0),
+        }),
+    };
+    let estimate = c.p.get("estimateContentLength") == Some("true");
+    let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
+    let (user, client) = (c.user.clone(), c.p.get("c").unwrap_or("").to_owned());
+    let queued_as = user.clone();
     // With the catalog built and current, the lookup is a map access and a
     // realpath: done here, it saves a hop to the blocking pool per stream.
     if c.cat.is_none() {
@@ -28,8 +44,24 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
     let mut lookup = move || {
         let cat = c.cat();
         let s = cat.song(&id).ok_or_else(|| not_found("Song"))?;
+        let plan = match &ask {
+            Some(a) => transcode::plan_for(&c.state, &user, &client, s, a)
+                .map_err(|e| Fail(0, e.to_string()))?,
+            None => transcode::Plan::Original,
+        };
         let track = crate::Music::track_of(s);
         let music = &c.state.music;
+        let name = s
+            .file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let transcode::Plan::Transcode(t) = plan {
+            let p = transcode::Prepared::of(&c.state, s);
+            let next = transcode::prepare::next_in_album(&c.state, &cat, s);
+            let tc = Some((p, t, next));
+            return Ok::<_, Fail>((None, s.content_type.clone(), name, track, tc));
+        }
         // Through the tiers, the music folder is one copy among several.
         let path = match music.tiers() {
             Some(_) => None,
@@ -39,24 +71,38 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
                     .map_err(|_| not_found("File"))?,
             ),
         };
-        let name = s
-            .file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        Ok::<_, Fail>((path, s.content_type.clone(), name, track))
+        Ok::<_, Fail>((path, s.content_type.clone(), name, track, None))
     };
-    let (path, ct, name, track) = if inline {
+    let (path, ct, name, track, transcoded) = if inline {
         lookup()?
     } else {
         tokio::task::spawn_blocking(lookup)
             .await
             .map_err(|_| Fail(0, "lookup failed".into()))??
     };
-    let (mut resp, sent) = match (path, st.tiers()) {
-        (_, Some(tiers)) => crate::tiered::serve_track(tiers, &track, &ct, headers, head).await,
-        (Some(opened), None) => serve_opened(&st.reader, opened, &ct, headers, head).await,
-        (None, None) => return Err(not_found("File")),
+    let (mut resp, sent) = match (transcoded, path, st.tiers()) {
+        (Some((p, t, next)), _, _) => {
+            let answer =
+                transcode::serve_then(&st, p, t, headers, head, estimate, &queued_as, next);
+            match answer.await {
+                Ok(answer) => answer,
+                Err(e @ transcode::TranscodeError::Busy(_)) => {
+                    let mut r = super::response::error(0, &e.to_string(), &fmt);
+                    *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                    r.headers_mut().insert(
+                        header::RETRY_AFTER,
+                        HeaderValue::from(transcode::RETRY_AFTER_SECS),
+                    );
+                    return Ok(r);
+                }
+                Err(e) => return Err(Fail(0, e.to_string())),
+            }
+        }
+        (None, _, Some(tiers)) => {
+            crate::tiered::serve_track(tiers, &track, &ct, headers, head).await
+        }
+        (None, Some(opened), None) => serve_opened(&st.reader, opened, &ct, headers, head).await,
+        (None, None, None) => return Err(not_found("File")),
     };
     if sent.status < 300 {
         st.metrics.stream(sent.bytes);
@@ -77,82 +123,6 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
         }
     }
     Ok(resp)
-}
-
-const FOLDER_ART: [&str; 6] = [
-    "cover.jpg",
-    "folder.jpg",
-    "front.jpg",
-    "cover.png",
-    "folder.png",
-    "front.png",
-];
-
-/// `getCoverArt`: the front cover embedded in the song (or the album's
-/// first song), else a cover image in its folder. `size` is ignored.
-///
-/// Every file is opened through the song's music folder's checked open
-/// (no symlink out of the folder, regular files only) and images are
-/// capped at [`COVER_CAP`]: a candidate that is refused or too large is
-/// logged and the next one tried.
-pub(crate) async fn cover_art(mut c: Ctx) -> Answer {
-    let id = c.req("id")?.to_owned();
-    let music = c.state.music.clone();
-    let found = tokio::task::spawn_blocking(move || {
-        let cat = c.cat();
-        let song = if let Some(s) = cat.song(&id) {
-            s
-        } else if let Some(a) = cat.album(&id) {
-            &cat.songs[*a.songs.first().ok_or_else(|| not_found("Cover art"))?]
-        } else if let Some(a) = cat.artist(&id) {
-            let al = &cat.albums[*a.albums.first().ok_or_else(|| not_found("Cover art"))?];
-            &cat.songs[*al.songs.first().ok_or_else(|| not_found("Cover art"))?]
-        } else {
-            return Err(not_found("Cover art"));
-        };
-        let (file, _) = music.file_of(song).map_err(|_| not_found("Cover art"))?;
-        match embedded_cover(&file, &song.file) {
-            Ok(Some(cover)) => return Ok((cover.data, cover.mime)),
-            Ok(None) => {}
-            Err(e @ TagError::CoverTooLarge { .. }) => {
-                tracing::warn!(
-                    path = %song.file.display(),
-                    "getCoverArt: skipping the cover in {}: {e}",
-                    song.file.display()
-                );
-            }
-            Err(_) => {}
-        }
-        let root = music.folder_of(song).map_err(|_| not_found("Cover art"))?;
-        let dir = song.file.parent().ok_or_else(|| not_found("Cover art"))?;
-        for name in FOLDER_ART {
-            match root.read_capped(&dir.join(name), COVER_CAP) {
-                Ok(bytes) => {
-                    let mime = if name.ends_with(".png") {
-                        "image/png"
-                    } else {
-                        "image/jpeg"
-                    };
-                    return Ok((bytes, mime.to_owned()));
-                }
-                Err(e) if e.is_missing() => {}
-                Err(e) => tracing::warn!("getCoverArt: skipping {e}"),
-            }
-        }
-        Err(not_found("Cover art"))
-    })
-    .await
-    .map_err(|_| Fail(0, "lookup failed".into()))??;
-    let (bytes, mime) = found;
-    let mut r = Response::new(Body::from(bytes));
-    if let Ok(v) = HeaderValue::from_str(&mime) {
-        r.headers_mut().insert(header::CONTENT_TYPE, v);
-    }
-    r.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("private, max-age=3600"),
-    );
-    Ok(r)
 }
 
 /// `scrobble`: `submission=false` is a now-playing report; otherwise each

@@ -1,6 +1,11 @@
 //! Subsonic responses as a small tree rendered to XML or to JSON the way
 //! Subsonic servers do: attributes become fields, a list of elements of one
-//! name becomes an array, and the whole is wrapped in
+//! name becomes an array (even of one element, or none), a lone child
+//! element an object, text content the field `value` (OpenSubsonic's
+//! `<line start="0">words</line>` is `{"start":0,"value":"words"}`), and
+//! a list of plain strings repeated text elements in XML
+//! (`<moods>calm</moods>`) and an array of strings in JSON. The whole is
+//! wrapped in
 //! `subsonic-response` with `status`, `version`, `type`, `serverVersion`
 //! and `openSubsonic`.
 
@@ -19,6 +24,8 @@ pub enum Attr {
     S(String),
     I(i64),
     B(bool),
+    /// A decimal (ReplayGain values).
+    F(f64),
 }
 
 #[derive(Debug, Clone)]
@@ -26,6 +33,7 @@ enum Kid {
     One(Node),
     Many(&'static str, Vec<Node>),
     Ints(&'static str, Vec<i64>),
+    Strs(&'static str, Vec<String>),
 }
 
 /// One element.
@@ -34,6 +42,8 @@ pub struct Node {
     name: &'static str,
     attrs: Vec<(&'static str, Attr)>,
     kids: Vec<Kid>,
+    /// Text content: XML text, the field `value` in JSON.
+    text: Option<String>,
 }
 
 impl Node {
@@ -42,6 +52,7 @@ impl Node {
             name,
             attrs: Vec::new(),
             kids: Vec::new(),
+            text: None,
         }
     }
     pub fn s(mut self, k: &'static str, v: impl Into<String>) -> Node {
@@ -56,6 +67,24 @@ impl Node {
         self.attrs.push((k, Attr::B(v)));
         self
     }
+    /// A decimal attribute; a value that is not finite is left out.
+    pub fn f(mut self, k: &'static str, v: f64) -> Node {
+        if v.is_finite() {
+            self.attrs.push((k, Attr::F(v)));
+        }
+        self
+    }
+    pub fn opt_f(self, k: &'static str, v: Option<f64>) -> Node {
+        match v {
+            Some(v) => self.f(k, v),
+            None => self,
+        }
+    }
+    /// Text content (XML text; the field `value` in JSON).
+    pub fn text(mut self, v: impl Into<String>) -> Node {
+        self.text = Some(v.into());
+        self
+    }
     pub fn opt_s(self, k: &'static str, v: Option<impl Into<String>>) -> Node {
         match v {
             Some(v) => self.s(k, v),
@@ -67,6 +96,12 @@ impl Node {
             Some(v) => self.i(k, v),
             None => self,
         }
+    }
+    /// The same element under another name (a song as a bookmark's
+    /// `entry`).
+    pub fn named(mut self, name: &'static str) -> Node {
+        self.name = name;
+        self
     }
     /// One child element.
     pub fn child(mut self, n: Node) -> Node {
@@ -91,6 +126,27 @@ impl Node {
         self
     }
 
+    /// Strings as text elements (`<moods>calm</moods>`), an array in JSON
+    /// (even if empty).
+    pub fn strs(mut self, name: &'static str, v: Vec<String>) -> Node {
+        self.kids.push(Kid::Strs(name, v));
+        self
+    }
+
+    /// The node as JSON, for tests of the nodes other modules draw.
+    #[cfg(test)]
+    pub(crate) fn to_json(&self) -> Value {
+        self.json()
+    }
+
+    /// The node as XML, for tests of the nodes other modules draw.
+    #[cfg(test)]
+    pub(crate) fn to_xml(&self) -> String {
+        let mut s = String::new();
+        self.xml(&mut s);
+        s
+    }
+
     fn xml(&self, out: &mut String) {
         out.push('<');
         out.push_str(self.name);
@@ -102,14 +158,18 @@ impl Node {
                 Attr::S(s) => escape_into(s, out),
                 Attr::I(i) => out.push_str(&i.to_string()),
                 Attr::B(b) => out.push_str(if *b { "true" } else { "false" }),
+                Attr::F(f) => out.push_str(&f.to_string()),
             }
             out.push('"');
         }
-        if self.kids.is_empty() {
+        if self.kids.is_empty() && self.text.is_none() {
             out.push_str("/>");
             return;
         }
         out.push('>');
+        if let Some(t) = &self.text {
+            escape_into(t, out);
+        }
         for k in &self.kids {
             match k {
                 Kid::One(n) => n.xml(out),
@@ -117,6 +177,13 @@ impl Node {
                 Kid::Ints(name, vs) => {
                     for v in vs {
                         out.push_str(&format!("<{name}>{v}</{name}>"));
+                    }
+                }
+                Kid::Strs(name, vs) => {
+                    for v in vs {
+                        out.push_str(&format!("<{name}>"));
+                        escape_into(v, out);
+                        out.push_str(&format!("</{name}>"));
                     }
                 }
             }
@@ -133,8 +200,12 @@ impl Node {
                 Attr::S(s) => Value::from(s.as_str()),
                 Attr::I(i) => Value::from(*i),
                 Attr::B(b) => Value::from(*b),
+                Attr::F(f) => Value::from(*f),
             };
             m.insert((*k).to_owned(), v);
+        }
+        if let Some(t) = &self.text {
+            m.insert("value".to_owned(), Value::from(t.as_str()));
         }
         for k in &self.kids {
             match k {
@@ -148,6 +219,9 @@ impl Node {
                     );
                 }
                 Kid::Ints(name, vs) => {
+                    m.insert((*name).to_owned(), Value::from(vs.clone()));
+                }
+                Kid::Strs(name, vs) => {
                     m.insert((*name).to_owned(), Value::from(vs.clone()));
                 }
             }
@@ -277,5 +351,49 @@ mod tests {
             "<song title=\"Tom &amp; Jerry&#39;s &quot;Song&quot;\u{fffd}&#10;🎵\"/>"
         );
         assert_eq!(n.json()["title"], "Tom & Jerry's \"Song\"\u{0}\n🎵");
+    }
+
+    #[test]
+    fn opensubsonic_shapes_render_in_both_formats() {
+        let n = Node::new("song")
+            .child(
+                Node::new("replayGain")
+                    .f("trackGain", -6.5)
+                    .f("trackPeak", 0.98),
+            )
+            .list("genres", vec![Node::new("g").s("name", "Rock")])
+            .strs("moods", vec!["calm".into(), "a<b".into()])
+            .list(
+                "line",
+                vec![Node::new("l").i("start", 1500).text("Hello & bye")],
+            )
+            .f("nan", f64::NAN);
+        let mut x = String::new();
+        n.xml(&mut x);
+        assert_eq!(
+            x,
+            "<song><replayGain trackGain=\"-6.5\" trackPeak=\"0.98\"/>\
+             <genres name=\"Rock\"/><moods>calm</moods><moods>a&lt;b</moods>\
+             <line start=\"1500\">Hello &amp; bye</line></song>"
+        );
+        assert_eq!(
+            n.json().to_string(),
+            concat!(
+                r#"{"replayGain":{"trackGain":-6.5,"trackPeak":0.98},"genres":[{"name":"Rock"}],"#,
+                r#""moods":["calm","a<b"],"line":[{"start":1500,"value":"Hello & bye"}]}"#
+            )
+        );
+    }
+
+    #[test]
+    fn empty_lists_are_empty_arrays_in_json_and_nothing_in_xml() {
+        let n = Node::new("album")
+            .s("id", "x")
+            .list("genres", vec![])
+            .strs("moods", vec![]);
+        let mut x = String::new();
+        n.xml(&mut x);
+        assert_eq!(x, r#"<album id="x"></album>"#);
+        assert_eq!(n.json().to_string(), r#"{"id":"x","genres":[],"moods":[]}"#);
     }
 }

@@ -1,4 +1,5 @@
-//! A user's own data: stars, playlists, now playing, the user record.
+//! A user's own data: stars, playlists, now playing. (The user record is
+//! in [`super::admin`].)
 //! Playlists are private to their owner unless made public; a public
 //! playlist is readable by everyone and changeable by its owner only.
 
@@ -12,19 +13,22 @@ fn store_fail(e: impl std::fmt::Display) -> Fail {
     Fail(0, format!("Could not save: {e}"))
 }
 
+/// `star` and `unstar`: songs, albums and artists the user may see (a
+/// hidden one is not found).
 pub(crate) fn star(c: &mut Ctx, on: bool) -> SyncResult {
     let cat = c.cat();
+    let access = c.access();
     let mut ids = Vec::new();
     for id in c.all("id") {
-        cat.song(id).ok_or_else(|| not_found("Song"))?;
+        access.song(&cat, id)?;
         ids.push(id.to_owned());
     }
     for id in c.all("albumId") {
-        cat.album(id).ok_or_else(|| not_found("Album"))?;
+        access.album(&cat, id)?;
         ids.push(id.to_owned());
     }
     for id in c.all("artistId") {
-        cat.artist(id).ok_or_else(|| not_found("Artist"))?;
+        access.artist(&cat, id)?;
         ids.push(id.to_owned());
     }
     if ids.is_empty() {
@@ -38,17 +42,26 @@ pub(crate) fn star(c: &mut Ctx, on: bool) -> SyncResult {
     Ok(None)
 }
 
+/// `getStarred2`: what the user starred, of what they may see
+/// (`musicFolderId` narrows it).
 pub(crate) fn starred2(c: &mut Ctx) -> SyncResult {
     let cat = c.cat();
-    let starred = c.state.music.userdata.starred(&c.user);
+    let scope = c.scope()?;
+    let starred = super::browse::marks(c);
     let (mut artists, mut albums, mut songs) = (Vec::new(), Vec::new(), Vec::new());
     for id in starred.keys() {
         if let Some(a) = cat.artist(id) {
-            artists.push(artist_node(&cat, a, &starred));
+            if scope.sees_artist(&cat, a) {
+                artists.push(artist_node(&cat, &scope.artist_view(&cat, a), &starred));
+            }
         } else if let Some(a) = cat.album(id) {
-            albums.push(album_node(a, &starred));
+            if scope.sees_album(&cat, a) {
+                albums.push(album_node(&scope.album_view(&cat, a), &starred));
+            }
         } else if let Some(s) = cat.song(id) {
-            songs.push(song_node(s, &starred));
+            if scope.sees_song(s) {
+                songs.push(song_node(s, &starred));
+            }
         }
     }
     Ok(Some(
@@ -59,12 +72,15 @@ pub(crate) fn starred2(c: &mut Ctx) -> SyncResult {
     ))
 }
 
+/// A playlist as the user sees it: its songs still in the library and in
+/// the folders the user may see.
 fn playlist_node(c: &mut Ctx, id: u64, p: &Playlist, entries: bool) -> Node {
     let cat = c.cat();
+    let access = c.access();
     let songs: Vec<_> = p
         .songs
         .iter()
-        .filter_map(|s| cat.song_by_entry(*s))
+        .filter_map(|s| access.entry(&cat, *s))
         .collect();
     let n = Node::new("playlist")
         .s("id", id.to_string())
@@ -86,7 +102,7 @@ fn playlist_node(c: &mut Ctx, id: u64, p: &Playlist, entries: bool) -> Node {
     if !entries {
         return n;
     }
-    let starred = c.state.music.userdata.starred(&c.user);
+    let starred = super::browse::marks(c);
     n.list(
         "entry",
         songs.iter().map(|s| song_node(s, &starred)).collect(),
@@ -100,10 +116,12 @@ pub(crate) fn playlists(c: &mut Ctx) -> SyncResult {
         }
     }
     let list = c.state.music.userdata.playlists(&c.user);
-    let nodes = list
+    let mut nodes: Vec<Node> = list
         .iter()
         .map(|(id, p)| playlist_node(c, *id, p, false))
         .collect();
+    // Playlist files of the music folders, read-only.
+    nodes.extend(super::file_playlists::nodes(c));
     Ok(Some(Node::new("playlists").list("playlist", nodes)))
 }
 
@@ -141,11 +159,13 @@ pub(crate) fn playlist(c: &mut Ctx) -> SyncResult {
     Ok(Some(playlist_node(c, id, &p, true)))
 }
 
+/// The songs of the repeated parameter `name`; a hidden one is not found.
 fn song_ids(c: &mut Ctx, name: &str) -> Result<Vec<u32>, Fail> {
     let cat = c.cat();
+    let access = c.access();
     c.all(name)
         .into_iter()
-        .map(|s| cat.song(s).map(|s| s.id).ok_or_else(|| not_found("Song")))
+        .map(|s| access.song(&cat, s).map(|s| s.id))
         .collect()
 }
 
@@ -207,12 +227,23 @@ pub(crate) fn update_playlist(c: &mut Ctx) -> SyncResult {
             .map_err(|_| Fail(0, format!("songIndexToRemove is not an index: {i:?}")))?;
         remove.push(i);
     }
+    // The indexes are places in the list as getPlaylist shows it (songs
+    // still in the library and visible to the user).
+    let shown: Vec<usize> = {
+        let cat = c.cat();
+        let access = c.access();
+        (0..p.songs.len())
+            .filter(|&i| access.entry(&cat, p.songs[i]).is_some())
+            .collect()
+    };
+    let mut remove: Vec<usize> = remove
+        .into_iter()
+        .filter_map(|i| shown.get(i).copied())
+        .collect();
     remove.sort_unstable();
     remove.dedup();
     for i in remove.into_iter().rev() {
-        if i < p.songs.len() {
-            p.songs.remove(i);
-        }
+        p.songs.remove(i);
     }
     p.songs.extend(song_ids(c, "songIdToAdd")?);
     p.changed = c.now();
@@ -235,15 +266,18 @@ pub(crate) fn delete_playlist(c: &mut Ctx) -> SyncResult {
     Ok(None)
 }
 
+/// `getNowPlaying`: what every user plays, of the songs the asking user
+/// may see.
 pub(crate) fn now_playing(c: &mut Ctx) -> SyncResult {
     let cat = c.cat();
+    let access = c.access();
     let now = c.now();
-    let starred = c.state.music.userdata.starred(&c.user);
+    let starred = super::browse::marks(c);
     let list = c.state.now_playing_songs();
     let entries = list
         .into_iter()
         .filter_map(|p| {
-            let s = cat.song_by_entry(p.song?)?;
+            let s = access.entry(&cat, p.song?)?;
             Some(
                 song_node(s, &starred)
                     .s("username", p.listen.user)
@@ -254,31 +288,4 @@ pub(crate) fn now_playing(c: &mut Ctx) -> SyncResult {
         })
         .collect();
     Ok(Some(Node::new("nowPlaying").list("entry", entries)))
-}
-
-pub(crate) fn get_user(c: &mut Ctx) -> SyncResult {
-    let name = c.req("username")?.to_owned();
-    if name != c.user {
-        return Err(Fail(50, "Only your own user record can be read".into()));
-    }
-    let folders = (1..=c.state.music.roots().len() as i64).collect();
-    Ok(Some(
-        Node::new("user")
-            .s("username", name)
-            .s("email", "")
-            .b("scrobblingEnabled", true)
-            .b("adminRole", false)
-            .b("settingsRole", false)
-            .b("downloadRole", true)
-            .b("uploadRole", false)
-            .b("playlistRole", true)
-            .b("coverArtRole", true)
-            .b("commentRole", false)
-            .b("podcastRole", false)
-            .b("streamRole", true)
-            .b("jukeboxRole", false)
-            .b("shareRole", false)
-            .b("videoConversionRole", false)
-            .ints("folder", folders),
-    ))
 }

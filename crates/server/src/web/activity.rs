@@ -1,8 +1,9 @@
 //! What is happening: the user's now playing (whichever API reported it:
 //! Subsonic `scrobble` with `submission=false`, Last.fm
 //! `updateNowPlaying`, ListenBrainz `playing_now`, Audioscrobbler 1.2, or
-//! this UI's player), recent listens from the history, and the web
-//! player's own reports.
+//! this UI's player), recent listens from the history with how many fell
+//! on the user's today (midnight in their time zone, UTC by default), and
+//! the web player's own reports.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -22,7 +23,8 @@ fn listen_json(l: &Listen) -> Value {
     })
 }
 
-/// The user's 20 latest listens and how many there are.
+/// The user's 20 latest listens, how many there are, and how many since
+/// the start of the user's today (`today`).
 pub(super) async fn recent(State(st): State<AppState>, h: HeaderMap) -> Response {
     with_catalog(st, &h, |st, _, user| {
         let q = RecentQuery {
@@ -32,7 +34,16 @@ pub(super) async fn recent(State(st): State<AppState>, h: HeaderMap) -> Response
         };
         let page = st.listens.recent(user, &q);
         let items: Vec<Value> = page.listens.iter().map(listen_json).collect();
-        Json(json!({ "listens": items, "total": page.total })).into_response()
+        let tz = st.accounts.time_zone(user);
+        let midnight = super::charts::day_start(&tz, super::charts::local_day(&tz, st.now()));
+        let today = RecentQuery {
+            from: Some(midnight),
+            limit: 0,
+            page: 1,
+            ..Default::default()
+        };
+        let today = st.listens.recent(user, &today).total;
+        Json(json!({ "listens": items, "total": page.total, "today": today })).into_response()
     })
     .await
 }
@@ -80,7 +91,11 @@ pub(super) async fn playing(
     let (st2, u2) = (st.clone(), user.clone());
     let listen = tokio::task::spawn_blocking(move || {
         let cat = st2.music.catalog(&st2.db);
-        let s = cat.song(&p.id.to_string())?;
+        // A song outside the user's music folders is as unknown as a
+        // missing one.
+        let s = cat
+            .song(&p.id.to_string())
+            .filter(|s| super::library::may_see(&st2, &u2, s))?;
         let mut l = Listen::new(&u2, p.at.unwrap_or(now), &s.artist, &s.title);
         l.album = s.album.clone();
         l.album_artist = s.album_artist.clone();

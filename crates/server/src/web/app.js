@@ -1,21 +1,31 @@
 // Spindle's web UI: plain JavaScript, no build step. Pages are hash
-// routes (#/, #/artists, #/artist/ID, #/album/ID, #/charts); the queue
-// lives in this browser (localStorage); now playing, recent listens and
-// the charts come from the server.
+// routes (#/, #/albums, #/artists, #/artist/ID, #/album/ID, #/playlists,
+// #/playlist/ID, #/starred, #/charts, #/settings, #/admin); the queue lives in this
+// browser (localStorage); now playing, recent listens, playlists, stars,
+// ratings and the charts come from the server. Every URL is relative
+// ("ui/…"), so the page works under a path prefix (a reverse proxy's
+// /music/) as well as at /.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const CSRF = { "X-Spindle-Csrf": "1", "Content-Type": "application/json" };
-const VIEWS = ["view-search", "album", "view-artists", "artist", "view-charts"];
+const VIEWS = ["view-search", "album", "view-albums", "view-artists", "artist", "view-charts",
+               "view-playlists", "playlist", "view-starred", "view-admin", "view-settings"];
 let queue = [];
 let current = -1;
 let loggedIn = false;
+let isAdmin = false;
+// The ids the user starred (songs, al-… albums, ar-… artists).
+let starredIds = new Set();
 let artistsCache = null;
 // The play being listened to, for the scrobble rule.
 let play = null;
 
+// "/ui/x" → "ui/x": relative to the page, wherever it is mounted.
+const rel = (path) => path.replace(/^\//, "");
+
 async function api(path, opts) {
-  const r = await fetch(path, Object.assign({ credentials: "same-origin" }, opts || {}));
+  const r = await fetch(rel(path), Object.assign({ credentials: "same-origin" }, opts || {}));
   const body = await r.json().catch(() => ({}));
   if (r.status === 401 && loggedIn) {
     loggedIn = false;
@@ -57,9 +67,112 @@ function songRow(list, i, text) {
   return row;
 }
 
+function post(path, body) {
+  return api(path, { method: "POST", headers: CSRF, body: JSON.stringify(body || {}) });
+}
+
+// A cover picture, loaded when it scrolls into view; a missing one shows
+// the placeholder background instead of a broken image.
+function cover(id, size, cls) {
+  const img = el("img", { className: "cover " + (cls || ""), alt: "", loading: "lazy",
+                          width: size, height: size });
+  img.addEventListener("error", () => img.classList.add("missing"));
+  img.src = "ui/cover/" + encodeURIComponent(id) + "?size=" + size;
+  return img;
+}
+
+// A star toggle for a song, album or artist id.
+function starButton(id, label) {
+  const b = el("button", { type: "button", className: "small star" });
+  const draw = () => {
+    const on = starredIds.has(id);
+    b.textContent = on ? "★" : "☆";
+    b.setAttribute("aria-pressed", on ? "true" : "false");
+    b.title = (on ? "Unstar " : "Star ") + label;
+    b.setAttribute("aria-label", b.title);
+  };
+  draw();
+  b.addEventListener("click", async (ev) => {
+    ev.stopPropagation();
+    const on = !starredIds.has(id);
+    const r = await post("/ui/api/star", { id, on });
+    if (r.ok) { if (on) starredIds.add(id); else starredIds.delete(id); }
+    draw();
+  });
+  return b;
+}
+
+// Five buttons that set a rating (clicking the current one clears it).
+function ratingWidget(id, value, label) {
+  const box = el("span", { className: "rating" });
+  box.setAttribute("role", "group");
+  box.setAttribute("aria-label", "Rating of " + label);
+  let current = value || 0;
+  const draw = () => box.querySelectorAll("button").forEach((b, i) => {
+    b.textContent = i < current ? "●" : "○";
+    b.setAttribute("aria-pressed", i + 1 === current ? "true" : "false");
+  });
+  for (let n = 1; n <= 5; n++) {
+    const b = el("button", { type: "button", className: "small", title: `${n} of 5` });
+    b.setAttribute("aria-label", `Rate ${label} ${n} of 5`);
+    b.dataset.rating = n;
+    b.addEventListener("click", async (ev) => {
+      ev.stopPropagation();
+      const want = current === n ? 0 : n;
+      const r = await post("/ui/api/rating", { id, rating: want });
+      if (r.ok) { current = want; draw(); }
+    });
+    box.append(b);
+  }
+  draw();
+  return box;
+}
+
+async function loadStars() {
+  const r = await api("/ui/api/starred");
+  if (r.ok) starredIds = new Set(r.body.ids);
+}
+
+// ---- first run ----
+
+async function showSetup() {
+  const s = await api("/ui/api/setup");
+  if (!s.ok || !s.body.needed) return false;
+  $("setup").hidden = false;
+  $("login").hidden = true;
+  $("setup-code-label").hidden = s.body.local;
+  return true;
+}
+
+$("setup-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const f = new FormData(ev.target);
+  $("setup-error").textContent = "";
+  if (f.get("password") !== f.get("again")) {
+    $("setup-error").textContent = "the passwords differ";
+    return;
+  }
+  const r = await post("/ui/setup", { user: f.get("user"), password: f.get("password"),
+                                      code: f.get("code") || "" });
+  if (!r.ok) {
+    $("setup-error").textContent = r.body.error || "could not create the user";
+    if (r.status === 409) start();
+    return;
+  }
+  $("setup").hidden = true;
+  start();
+});
+
 async function start() {
   const me = await api("/ui/api/me");
   loggedIn = me.ok;
+  isAdmin = me.ok && !!me.body.admin;
+  $("setup").hidden = true;
+  if (!me.ok && await showSetup()) {
+    for (const id of ["app", "nav", "logout", "privacy"]) $(id).hidden = true;
+    return;
+  }
+  $("nav-admin").hidden = !isAdmin;
   $("login").hidden = me.ok;
   $("app").hidden = !me.ok;
   $("nav").hidden = !me.ok;
@@ -69,6 +182,7 @@ async function start() {
   if (!me.ok) return;
   const priv = await api("/ui/api/me/privacy");
   $("public").checked = priv.ok && priv.body.public;
+  await loadStars();
   loadQueue();
   route();
   refreshActivity();
@@ -78,11 +192,7 @@ $("login-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const f = new FormData(ev.target);
   $("login-error").textContent = "";
-  const r = await api("/ui/login", {
-    method: "POST",
-    headers: CSRF,
-    body: JSON.stringify({ user: f.get("user"), password: f.get("password") }),
-  });
+  const r = await post("/ui/login", { user: f.get("user"), password: f.get("password") });
   if (!r.ok) {
     $("login-error").textContent = r.body.error || "login failed";
     return;
@@ -93,16 +203,12 @@ $("login-form").addEventListener("submit", async (ev) => {
 // Whether the listening history is public (see /ui/api/me/privacy).
 $("public").addEventListener("change", async (ev) => {
   const want = ev.target.checked;
-  const r = await api("/ui/api/me/privacy", {
-    method: "POST",
-    headers: CSRF,
-    body: JSON.stringify({ public: want }),
-  });
+  const r = await post("/ui/api/me/privacy", { public: want });
   ev.target.checked = r.ok ? r.body.public : !want;
 });
 
 $("logout").addEventListener("click", async () => {
-  await api("/ui/logout", { method: "POST", headers: CSRF });
+  await post("/ui/logout");
   $("audio").pause();
   start();
 });
@@ -111,8 +217,10 @@ $("logout").addEventListener("click", async () => {
 
 function show(id) {
   for (const v of VIEWS) $(v).hidden = v !== id;
-  const nav = { "view-search": "search", album: "search", "view-artists": "artists",
-                artist: "artists", "view-charts": "charts" }[id];
+  const nav = { "view-search": "search", album: "albums", "view-albums": "albums",
+                "view-artists": "artists", artist: "artists", "view-charts": "charts",
+                "view-playlists": "playlists", playlist: "playlists", "view-starred": "starred",
+                "view-admin": "admin", "view-settings": "settings" }[id];
   for (const a of document.querySelectorAll("#nav a")) {
     if (a.dataset.view === nav) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
@@ -128,6 +236,12 @@ function route() {
   if (page === "album" && arg) openAlbum(arg);
   else if (page === "artist" && arg) openArtist(arg);
   else if (page === "artists") openArtists();
+  else if (page === "albums") openAlbums();
+  else if (page === "playlists") openPlaylists();
+  else if (page === "playlist" && arg) openPlaylist(arg);
+  else if (page === "starred") openStarred();
+  else if (page === "admin" && isAdmin) openAdmin();
+  else if (page === "settings") openSettings();
   else if (page === "charts") openCharts();
   else {
     show("view-search");
@@ -152,7 +266,7 @@ async function search(q) {
   }
   err.hidden = true;
   $("albums").replaceChildren(...r.body.albums.map((a) => {
-    const row = el("li", {},
+    const row = el("li", {}, cover(a.id, 40, "tiny"),
       el("span", { className: "name",
                    textContent: `${a.name} — ${a.artist}${a.year ? " (" + a.year + ")" : ""}` }));
     row.addEventListener("click", () => { location.hash = "#/album/" + a.id; });
@@ -179,8 +293,18 @@ async function openAlbum(id) {
   $("album-title").textContent = a.name + (a.year ? ` (${a.year})` : "");
   $("album-artist").textContent = a.artist;
   $("album-artist").href = "#/artist/" + a.artist_id;
-  $("tracks").replaceChildren(...a.tracks.map((s, i) =>
-    songRow(a.tracks, i, `${s.track ? s.track + ". " : ""}${s.title} ${fmtTime(s.duration)}`)));
+  const img = $("album-cover");
+  img.classList.remove("missing");
+  img.onerror = () => img.classList.add("missing");
+  img.src = "ui/cover/" + encodeURIComponent(a.id) + "?size=300";
+  $("album-star").replaceChildren(starButton(a.id, a.name));
+  $("album-rating").replaceChildren(ratingWidget(a.id, a.rating, a.name));
+  $("tracks").replaceChildren(...a.tracks.map((s, i) => {
+    const row = songRow(a.tracks, i, `${s.track ? s.track + ". " : ""}${s.title} ${fmtTime(s.duration)}`);
+    row.append(starButton(String(s.id), s.title), ratingWidget(String(s.id), s.rating, s.title),
+               addToPlaylistButton([s]));
+    return row;
+  }));
   $("play-album").onclick = () => playList(a.tracks, 0);
   $("queue-album").onclick = () => enqueue(a.tracks);
 }
@@ -236,6 +360,316 @@ async function openArtist(id) {
     btn("+ Queue", `Add ${al.name} to the queue`, () => enqueue(al.tracks)))));
 }
 
+// ---- albums ----
+
+async function openAlbums() {
+  show("view-albums");
+  const r = await api("/ui/api/search?q=");
+  if (!r.ok) return;
+  const albums = r.body.albums;
+  $("albums-count").textContent = `(${albums.length})`;
+  $("album-grid").replaceChildren(...albums.map((a) => el("li", {},
+    el("a", { href: "#/album/" + a.id }, cover(a.id, 160),
+       el("span", { className: "title", textContent: a.name }),
+       el("small", { textContent: a.artist + (a.year ? ` · ${a.year}` : "") })))));
+}
+
+// ---- playlists ----
+
+let playlistsCache = [];
+
+async function loadPlaylists() {
+  const r = await api("/ui/api/playlists");
+  playlistsCache = r.ok ? r.body.playlists : [];
+  return playlistsCache;
+}
+
+// "+ List": adds songs to a playlist of the user's, chosen from a menu.
+function addToPlaylistButton(songs) {
+  const sel = el("select", { className: "small add-to-playlist" });
+  sel.setAttribute("aria-label", "Add to a playlist");
+  sel.append(el("option", { value: "", textContent: "+ list" }));
+  sel.addEventListener("click", (ev) => ev.stopPropagation());
+  sel.addEventListener("focus", async () => {
+    if (sel.options.length > 1) return;
+    for (const p of (await loadPlaylists()).filter((p) => p.mine)) {
+      sel.append(el("option", { value: p.id, textContent: p.name }));
+    }
+  });
+  sel.addEventListener("change", async () => {
+    const id = sel.value;
+    sel.value = "";
+    if (!id) return;
+    const cur = await api("/ui/api/playlist/" + id);
+    if (!cur.ok) return;
+    await post("/ui/api/playlist/" + id,
+               { songs: cur.body.tracks.map((t) => t.id).concat(songs.map((s) => s.id)) });
+  });
+  return sel;
+}
+
+async function openPlaylists() {
+  show("view-playlists");
+  const list = await loadPlaylists();
+  $("playlists").replaceChildren(...(list.length ? list.map((p) => el("li", {},
+    link(p.name, "#/playlist/" + p.id),
+    el("small", { textContent: ` ${p.songs} songs${p.mine ? "" : " · by " + p.owner}` })))
+    : [el("li", { className: "empty", textContent: "No playlists yet" })]));
+}
+
+async function createPlaylist(name, songs) {
+  const r = await post("/ui/api/playlists", { name, songs });
+  $("playlist-error").textContent = r.ok ? "" : (r.body.error || "could not create it");
+  if (r.ok) location.hash = "#/playlist/" + r.body.id;
+}
+
+$("playlist-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const name = new FormData(ev.target).get("name");
+  ev.target.reset();
+  createPlaylist(name, []);
+});
+$("playlist-from-queue").addEventListener("click", () => {
+  const name = $("playlist-form").elements.name.value || "Queue " + new Date().toLocaleDateString();
+  createPlaylist(name, queue.map((s) => s.id));
+});
+
+async function savePlaylist(id, tracks) {
+  await post("/ui/api/playlist/" + id, { songs: tracks.map((t) => t.id) });
+  openPlaylist(id);
+}
+
+async function openPlaylist(id) {
+  const r = await api("/ui/api/playlist/" + encodeURIComponent(id));
+  if (!r.ok) return;
+  show("playlist");
+  const p = r.body;
+  const tracks = p.tracks;
+  $("playlist-name").textContent = p.name;
+  $("playlist-info").textContent = `${tracks.length} songs` + (p.mine ? "" : ` · by ${p.owner}`);
+  $("play-playlist").onclick = () => tracks.length && playList(tracks, 0);
+  $("rename-playlist").hidden = $("delete-playlist").hidden = !p.mine;
+  $("rename-playlist").onclick = async () => {
+    const name = prompt("New name", p.name);
+    if (name) { await post("/ui/api/playlist/" + id, { name }); openPlaylist(id); }
+  };
+  $("delete-playlist").onclick = async () => {
+    if (!confirm(`Delete the playlist ${p.name}?`)) return;
+    const d = await post("/ui/api/playlist/" + id + "/delete");
+    if (d.ok) location.hash = "#/playlists";
+  };
+  $("playlist-tracks").replaceChildren(...tracks.map((s, i) => {
+    const row = songRow(tracks, i, `${s.title} — ${s.artist} ${fmtTime(s.duration)}`);
+    if (p.mine) {
+      const moved = (d) => {
+        const t = tracks.slice();
+        const [x] = t.splice(i, 1);
+        t.splice(i + d, 0, x);
+        savePlaylist(id, t);
+      };
+      if (i > 0) row.append(btn("↑", `Move ${s.title} up`, () => moved(-1)));
+      if (i + 1 < tracks.length) row.append(btn("↓", `Move ${s.title} down`, () => moved(1)));
+      row.append(btn("×", `Remove ${s.title} from the playlist`,
+                     () => savePlaylist(id, tracks.filter((_, n) => n !== i))));
+    }
+    return row;
+  }));
+}
+
+// ---- starred ----
+
+async function openStarred() {
+  show("view-starred");
+  const r = await api("/ui/api/starred");
+  if (!r.ok) return;
+  starredIds = new Set(r.body.ids);
+  const songs = r.body.songs;
+  $("starred-songs").replaceChildren(...(songs.length ? songs.map((s, i) => {
+    const row = songRow(songs, i, `${s.title} — ${s.artist} · ${s.album}`);
+    row.append(starButton(String(s.id), s.title));
+    return row;
+  }) : [el("li", { className: "empty", textContent: "Nothing starred yet: ☆ on an album page" })]));
+}
+
+// ---- administration (shown to administrators only; the server checks) ----
+
+function adminError(r) {
+  $("admin-error").textContent = r.ok ? "" : (r.body.error || "refused");
+  return r.ok;
+}
+
+async function openAdmin() {
+  show("view-admin");
+  const [users, folders, sessions, keys] = await Promise.all([
+    api("/ui/api/admin/users"), api("/ui/api/admin/folders"), api("/ui/api/admin/sessions"),
+    api("/ui/api/admin/apikeys")]);
+  if (!adminError(users)) return;
+  const fl = folders.ok ? folders.body.folders : [];
+  $("admin-folders").replaceChildren(...fl.map((f) =>
+    el("li", { textContent: `${f.id}: ${f.path}` })));
+  $("admin-users").tBodies[0].replaceChildren(...users.body.users.map((u) => {
+    const role = el("select", {});
+    role.setAttribute("aria-label", `Role of ${u.name}`);
+    for (const v of ["user", "admin"]) role.append(el("option", { value: v, textContent: v }));
+    role.value = u.admin ? "admin" : "user";
+    role.addEventListener("change", async () => {
+      adminError(await post("/ui/api/admin/user/" + encodeURIComponent(u.name),
+                            { admin: role.value === "admin" }));
+      openAdmin();
+    });
+    const grants = el("span", { className: "grants" });
+    for (const f of fl) {
+      const cb = el("input", { type: "checkbox", checked: !u.folders.length || u.folders.includes(f.id) });
+      cb.setAttribute("aria-label", `${u.name} may see folder ${f.id}`);
+      cb.addEventListener("change", async () => {
+        const on = [...grants.querySelectorAll("input")].map((c, n) => c.checked ? fl[n].id : 0)
+          .filter((x) => x);
+        adminError(await post("/ui/api/admin/user/" + encodeURIComponent(u.name),
+                              { folders: on.length === fl.length ? [] : on }));
+      });
+      grants.append(el("label", {}, cb, String(f.id)));
+    }
+    const actions = el("span", {},
+      btn("Password", `New password for ${u.name}`, async () => {
+        const pw = prompt(`New password for ${u.name}`);
+        if (pw) adminError(await post("/ui/api/admin/user/" + encodeURIComponent(u.name) + "/password",
+                                      { password: pw }));
+      }),
+      btn("Token", `New ListenBrainz token for ${u.name}`, async () => {
+        if (!confirm(`Make a new ListenBrainz token for ${u.name}? The old one stops working.`)) return;
+        const r = await post("/ui/api/admin/user/" + encodeURIComponent(u.name) + "/token");
+        if (adminError(r)) alert(`New token for ${u.name} (shown once):\n${r.body.token}`);
+      }),
+      btn("Delete", `Delete ${u.name}`, async () => {
+        if (!confirm(`Delete ${u.name}? Their listening history stays.`)) return;
+        adminError(await post("/ui/api/admin/user/" + encodeURIComponent(u.name) + "/delete"));
+        openAdmin();
+      }));
+    return el("tr", { className: "user-row" }, el("td", { textContent: u.name }), el("td", {}, role),
+              el("td", {}, grants), el("td", { textContent: String(u.web_sessions) }),
+              el("td", {}, actions));
+  }));
+  $("admin-sessions").tBodies[0].replaceChildren(...(sessions.ok ? sessions.body.web : []).map((s) =>
+    el("tr", {}, el("td", { textContent: s.user }), el("td", { textContent: s.agent }),
+       el("td", { textContent: s.ip || "" }), el("td", { textContent: when(s.last_use) }),
+       el("td", {}, btn("Revoke", `End the session of ${s.user}`, async () => {
+         adminError(await post("/ui/api/admin/sessions/revoke", { handle: s.handle }));
+         openAdmin();
+       })))));
+  const revoke = (kind, handle, what) => btn("Revoke", what, async () => {
+    adminError(await post("/ui/api/admin/sessions/revoke", { handle, kind }));
+    openAdmin();
+  });
+  $("admin-lastfm").tBodies[0].replaceChildren(...(sessions.ok ? sessions.body.lastfm : []).map((s) =>
+    el("tr", {}, el("td", { textContent: s.user }), el("td", {}, el("code", { textContent: s.handle })),
+       el("td", { textContent: s.api_key }), el("td", { textContent: when(s.created) }),
+       el("td", {}, revoke("lastfm", s.handle, `Revoke the Last.fm session key ${s.handle} of ${s.user}`)))));
+  $("admin-apps").tBodies[0].replaceChildren(...(sessions.ok ? sessions.body.apps : []).map((k) =>
+    el("tr", {}, el("td", { textContent: k.user }), el("td", { textContent: k.app }),
+       el("td", {}, el("code", { textContent: k.id })), el("td", { textContent: when(k.created) }),
+       el("td", {}, revoke("app", k.id, `Revoke the API key ${k.id} (${k.app}) of ${k.user}`)))));
+  $("admin-apikeys").tBodies[0].replaceChildren(...(keys.ok ? keys.body.keys : []).map((k) =>
+    el("tr", {}, el("td", {}, el("code", { textContent: k.api_key })), el("td", { textContent: k.name }),
+       el("td", { textContent: String(k.sessions) }), el("td", { textContent: when(k.created) }),
+       el("td", {}, btn("Delete", `Delete the Last.fm API key ${k.name || k.api_key}`, async () => {
+         if (k.sessions && !confirm(`Its ${k.sessions} session key(s) end with it. Delete?`)) return;
+         adminError(await post("/ui/api/admin/apikeys/delete", { api_key: k.api_key }));
+         openAdmin();
+       })))));
+  refreshScan();
+}
+
+$("add-user-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const f = new FormData(ev.target);
+  const r = await post("/ui/api/admin/users",
+                       { name: f.get("name"), password: f.get("password"), admin: !!f.get("admin") });
+  if (adminError(r)) { ev.target.reset(); openAdmin(); }
+});
+
+$("apikey-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const r = await post("/ui/api/admin/apikeys", { name: new FormData(ev.target).get("name") || "" });
+  if (adminError(r)) {
+    $("apikey-new").textContent = `api_key ${r.body.api_key}\nsecret  ${r.body.secret}\n(shown once)`;
+    openAdmin();
+  }
+});
+
+let scanTimer = null;
+async function refreshScan() {
+  const r = await api("/ui/api/admin/scan");
+  const s = $("scan-status");
+  if (!r.ok) { s.textContent = ""; return; }
+  const b = r.body;
+  const bar = $("scan-progress");
+  bar.hidden = !b.scanning;
+  if (b.stage === "reading" && b.total) {
+    bar.max = b.total;
+    bar.value = b.done;
+    s.textContent = `scanning: read ${b.done} of ${b.total} new or changed files`;
+  } else if (b.scanning) {
+    bar.removeAttribute("value");
+    s.textContent = b.stage === "finishing" ? `scanning: finishing (${b.done} files read)`
+                                            : "scanning: looking for new and changed files…";
+  } else {
+    s.textContent = `idle · ${b.count} songs in the library` +
+      (b.last_scan ? ` · last scan ${when(b.last_scan)}` : "");
+  }
+  clearTimeout(scanTimer);
+  if (b.scanning && !$("view-admin").hidden) scanTimer = setTimeout(refreshScan, 500);
+}
+$("scan-now").addEventListener("click", async () => {
+  adminError(await post("/ui/api/admin/scan"));
+  refreshScan();
+});
+
+// ---- settings: the user's time zone and their API keys for apps ----
+
+function settingsError(r) {
+  $("settings-error").textContent = r.ok ? "" : (r.body.error || "refused");
+  return r.ok;
+}
+
+async function openSettings() {
+  show("view-settings");
+  const list = $("tz-list");
+  if (!list.children.length && Intl.supportedValuesOf) {
+    list.replaceChildren(...Intl.supportedValuesOf("timeZone").map((z) => el("option", { value: z })));
+  }
+  const r = await api("/ui/api/me/settings");
+  if (!settingsError(r)) return;
+  $("tz-input").value = r.body.timezone;
+  $("my-appkeys").tBodies[0].replaceChildren(...r.body.apps.map((k) =>
+    el("tr", {}, el("td", { textContent: k.app }), el("td", {}, el("code", { textContent: k.id })),
+       el("td", { textContent: when(k.created) }),
+       el("td", {}, btn("Revoke", `Revoke the key of ${k.app}`, async () => {
+         if (!confirm(`Revoke the key of ${k.app}? The app will need a new one.`)) return;
+         settingsError(await post("/ui/api/me/apikeys/revoke", { id: k.id }));
+         openSettings();
+       })))));
+}
+
+$("tz-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const r = await post("/ui/api/me/settings", { timezone: $("tz-input").value.trim() });
+  if (settingsError(r)) $("tz-input").value = r.body.timezone;
+});
+
+$("tz-browser").addEventListener("click", () => {
+  $("tz-input").value = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+});
+
+$("appkey-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const r = await post("/ui/api/me/apikeys", { app: new FormData(ev.target).get("app") });
+  if (settingsError(r)) {
+    ev.target.reset();
+    $("appkey-new").textContent = `${r.body.key}\n(for ${r.body.app}; shown once: copy it into the app now)`;
+    openSettings();
+  }
+});
+
 // ---- charts ----
 
 function periodQuery() {
@@ -249,7 +683,7 @@ function periodQuery() {
 }
 
 async function drawChart(box, url) {
-  const r = await fetch(url, { credentials: "same-origin" });
+  const r = await fetch(rel(url), { credentials: "same-origin" });
   const text = await r.text();
   if (!r.ok) {
     let msg = text;
@@ -261,6 +695,14 @@ async function drawChart(box, url) {
   // The server escapes every name; parsed as SVG, nothing in it runs.
   const svg = new DOMParser().parseFromString(text, "image/svg+xml").documentElement;
   $(box).replaceChildren(document.importNode(svg, true));
+  // The top albums' covers, under their chart, each a link to the album.
+  if (box === "chart-albums") {
+    const ids = [...new Set([...$(box).querySelectorAll("a")]
+      .map((a) => a.getAttribute("href") || a.getAttribute("xlink:href") || "")
+      .filter((h) => h.startsWith("#/album/")).map((h) => h.slice(8)))];
+    $("chart-album-covers").replaceChildren(...ids.map((id) =>
+      el("li", {}, el("a", { href: "#/album/" + id }, cover(decodeURIComponent(id), 96)))));
+  }
 }
 
 function openCharts() {
@@ -347,7 +789,12 @@ function playCurrent() {
   const s = queue[current];
   if (!s) return;
   const audio = $("audio");
-  audio.src = "/ui/stream/" + s.id;
+  audio.src = "ui/stream/" + s.id;
+  const pc = $("player-cover");
+  pc.hidden = false;
+  pc.classList.remove("missing");
+  pc.onerror = () => pc.classList.add("missing");
+  pc.src = "ui/cover/" + encodeURIComponent(s.album_id || s.id) + "?size=128";
   audio.play().catch(() => {});
   $("now").textContent = `In the player: ${s.title} — ${s.artist}`;
   play = { song: s, started: Math.floor(Date.now() / 1000), heard: 0, last: null, sent: false };
@@ -355,11 +802,7 @@ function playCurrent() {
 }
 
 async function report(song, scrobble, at) {
-  const r = await api("/ui/api/playing", {
-    method: "POST",
-    headers: CSRF,
-    body: JSON.stringify({ id: song.id, scrobble, at }),
-  });
+  const r = await post("/ui/api/playing", { id: song.id, scrobble, at });
   if (r.ok) refreshActivity();
 }
 
@@ -399,7 +842,8 @@ async function refreshActivity() {
       : "Nothing";
   }
   if (recent.ok) {
-    $("recent-count").textContent = `(${recent.body.total})`;
+    const today = recent.body.today;
+    $("recent-count").textContent = `(${recent.body.total}${today != null ? ", " + today + " today" : ""})`;
     $("recent").replaceChildren(...recent.body.listens.map((l) =>
       el("li", { textContent: `${l.title} — ${l.artist} · ${when(l.at)}` })));
   }

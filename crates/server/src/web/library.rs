@@ -16,7 +16,16 @@ use crate::catalog::{Album, Catalog, Song};
 use crate::query_budget::SearchError;
 use crate::state::AppState;
 
-pub(super) fn song_json(s: &Song) -> Value {
+/// Whether `user` may see a song: its music folder is one of theirs
+/// (every folder when the account names none).
+pub(crate) fn may_see(st: &AppState, user: &str, s: &Song) -> bool {
+    match st.accounts.folders_of(user) {
+        None => true,
+        Some(ids) => ids.iter().any(|&id| id as usize == s.folder + 1),
+    }
+}
+
+pub(crate) fn song_json(s: &Song) -> Value {
     json!({
         "id": s.id, "title": s.title, "artist": s.artist, "album": s.album,
         "album_id": s.album_id, "artist_id": s.artist_id, "track": s.track,
@@ -42,7 +51,7 @@ pub(super) async fn search(
     h: HeaderMap,
     Query(q): Query<SearchQ>,
 ) -> Response {
-    with_catalog(st, &h, move |st, cat, _| {
+    with_catalog(st, &h, move |st, cat, user| {
         let text = q.q.trim();
         let songs: Vec<usize> = if text.is_empty() {
             (0..cat.songs.len()).collect()
@@ -70,6 +79,10 @@ pub(super) async fn search(
                 Err(e) => return err(StatusCode::BAD_REQUEST, &e.to_string()),
             }
         };
+        let songs: Vec<usize> = songs
+            .into_iter()
+            .filter(|&s| may_see(st, user, &cat.songs[s]))
+            .collect();
         let mut albums = Vec::new();
         let mut seen = HashSet::new();
         for &s in &songs {
@@ -95,14 +108,36 @@ pub(super) async fn album(
     h: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    with_catalog(st, &h, move |_, cat, _| match cat.album(&id) {
-        Some(a) => {
-            let songs: Vec<Value> = a.songs.iter().map(|&s| song_json(&cat.songs[s])).collect();
-            let mut v = album_json(a);
-            v["tracks"] = Value::from(songs);
-            Json(v).into_response()
+    with_catalog(st, &h, move |st, cat, user| {
+        let Some(a) = cat.album(&id) else {
+            return err(StatusCode::NOT_FOUND, "no such album");
+        };
+        let visible: Vec<&Song> = a
+            .songs
+            .iter()
+            .map(|&s| &cat.songs[s])
+            .filter(|s| may_see(st, user, s))
+            .collect();
+        if visible.is_empty() {
+            return err(StatusCode::NOT_FOUND, "no such album");
         }
-        None => err(StatusCode::NOT_FOUND, "no such album"),
+        let starred = st.music.userdata.starred(user);
+        let lib = st.db.read();
+        let songs: Vec<Value> = visible
+            .iter()
+            .map(|s| {
+                let mut v = song_json(s);
+                v["starred"] = starred.contains_key(&s.id.to_string()).into();
+                v["rating"] = super::mine::song_rating(&lib, user, s.id).into();
+                v
+            })
+            .collect();
+        drop(lib);
+        let mut v = album_json(a);
+        v["tracks"] = Value::from(songs);
+        v["starred"] = starred.contains_key(&a.id).into();
+        v["rating"] = st.music.userdata.rating(user, &a.id).into();
+        Json(v).into_response()
     })
     .await
 }
@@ -128,6 +163,7 @@ pub(super) async fn artists(State(st): State<AppState>, h: HeaderMap) -> Respons
         let list: Vec<Value> = cat
             .artists
             .iter()
+            .filter(|a| album_visible(st, cat, user, &a.albums))
             .map(|a| {
                 let songs: usize = a.albums.iter().map(|&i| cat.albums[i].songs.len()).sum();
                 json!({
@@ -139,6 +175,15 @@ pub(super) async fn artists(State(st): State<AppState>, h: HeaderMap) -> Respons
         Json(json!({ "artists": list })).into_response()
     })
     .await
+}
+
+/// Whether any song of these albums (catalog indexes) is in a folder the
+/// user may see.
+fn album_visible(st: &AppState, cat: &Catalog, user: &str, albums: &[usize]) -> bool {
+    albums
+        .iter()
+        .flat_map(|&a| cat.albums[a].songs.iter())
+        .any(|&s| may_see(st, user, &cat.songs[s]))
 }
 
 /// The library's song of a listened (artist, title), if there is one.
@@ -159,7 +204,10 @@ pub(super) async fn artist(
     Path(id): Path<String>,
 ) -> Response {
     with_catalog(st, &h, move |st, cat, user| {
-        let Some(a) = cat.artist(&id) else {
+        let Some(a) = cat
+            .artist(&id)
+            .filter(|a| album_visible(st, cat, user, &a.albums))
+        else {
             return err(StatusCode::NOT_FOUND, "no such artist");
         };
         let q = |limit| ChartQuery {
@@ -191,6 +239,7 @@ pub(super) async fn artist(
         let albums: Vec<Value> = a
             .albums
             .iter()
+            .filter(|&&i| album_visible(st, cat, user, &[i]))
             .map(|&i| {
                 let al = &cat.albums[i];
                 let mut v = album_json(al);

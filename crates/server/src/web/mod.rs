@@ -21,10 +21,18 @@
 //! hold no data) are public, so the login form can load.
 
 mod activity;
+mod admin;
 mod charts;
+mod cover;
 mod library;
+mod mine;
+mod sessions;
+mod settings;
+mod setup;
 
-use std::sync::Mutex;
+pub use admin::ADMIN_ROUTES;
+pub use sessions::{SessionInfo, Sessions};
+pub use setup::{FirstRun, SETUP_CODE_GROUPS};
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -35,11 +43,9 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::accounts::random_hex;
 use crate::auth_guard::ClientIp;
 use crate::catalog::Catalog;
-use crate::expiry::IdleSessions;
-use crate::state::{lock, AppState};
+use crate::state::AppState;
 
 const COOKIE: &str = "spindle_session";
 const CSRF_HEADER: &str = "x-spindle-csrf";
@@ -56,17 +62,6 @@ const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
 const STYLE_CSS: &str = include_str!("style.css");
 
-/// Logged-in browsers: session id → user, ending when idle
-/// ([`SESSION_TTL`]) and capped per user ([`MAX_SESSIONS_PER_USER`]).
-#[derive(Default)]
-pub struct Sessions(Mutex<IdleSessions<SESSION_TTL, MAX_SESSIONS_PER_USER>>);
-
-impl Sessions {
-    fn user(&self, id: &str, now: i64) -> Option<String> {
-        lock(&self.0).user(id, now)
-    }
-}
-
 pub fn router() -> Router<AppState> {
     Router::new()
         .route(
@@ -79,6 +74,8 @@ pub fn router() -> Router<AppState> {
         )
         .route("/ui/login", post(login))
         .route("/ui/logout", post(logout))
+        .route("/ui/setup", post(setup::create))
+        .route("/ui/api/setup", get(setup::status))
         .route("/ui/api/me", get(me))
         .route("/ui/api/me/privacy", get(privacy).post(set_privacy))
         .route("/ui/api/search", get(library::search))
@@ -90,6 +87,10 @@ pub fn router() -> Router<AppState> {
         .route("/ui/api/playing", post(activity::playing))
         .route("/ui/chart/{name}", get(charts::chart))
         .route("/ui/stream/{id}", get(stream))
+        .route("/ui/cover/{id}", get(cover::cover))
+        .merge(mine::router())
+        .merge(admin::router())
+        .merge(settings::router())
 }
 
 /// Serves the page at `/`, which the Audioscrobbler 1.2 handshake shares:
@@ -130,9 +131,28 @@ fn cookie(h: &HeaderMap) -> Option<String> {
         })
 }
 
+impl AppState {
+    /// The logged-in browsers (listed and revoked by the admin page).
+    pub fn web_sessions(&self) -> &Sessions {
+        &self.sessions
+    }
+}
+
 /// The user whose session cookie `h` carries.
+/// A session of a user since deleted (`spindle user delete` beside the
+/// running server) ends here.
 pub(crate) fn session_user(st: &AppState, h: &HeaderMap) -> Option<String> {
-    st.sessions.user(&cookie(h)?, st.now())
+    // Logged in by a trusted single-sign-on proxy (crate::proxy).
+    if let Some(u) = crate::proxy::proxy_user(st, h) {
+        return Some(u);
+    }
+    let id = cookie(h)?;
+    let user = st.sessions.user(&id, st.now())?;
+    if !st.accounts.user_exists(&user) {
+        st.sessions.end(&id);
+        return None;
+    }
+    Some(user)
 }
 
 pub(crate) fn err(status: StatusCode, msg: &str) -> Response {
@@ -183,13 +203,29 @@ async fn login(
     if let Err(denied) = checked {
         return crate::auth_guard::http_refusal(denied, "wrong user name or password", err);
     }
-    let id = random_hex();
-    lock(&st.sessions.0).insert(id.clone(), &form.user, st.now());
-    let mut r = Json(json!({ "user": form.user })).into_response();
-    if let Ok(v) = HeaderValue::from_str(&session_cookie(&st, &id, SESSION_TTL)) {
+    let cookie = start_session(&st, &form.user, &h, ip);
+    let admin = st.accounts.is_admin(&form.user);
+    let mut r = Json(json!({ "user": form.user, "admin": admin })).into_response();
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }
     r
+}
+
+/// Starts a web session for `user` (a login, the first-run setup): the
+/// `Set-Cookie` value that carries it.
+pub(crate) fn start_session(
+    st: &AppState,
+    user: &str,
+    h: &HeaderMap,
+    ip: Option<std::net::IpAddr>,
+) -> String {
+    let agent = h
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let id = st.sessions.start(user, st.now(), agent, ip);
+    session_cookie(st, &id, SESSION_TTL)
 }
 
 /// The `Set-Cookie` value of a session (an empty `id` with `max_age` 0
@@ -213,7 +249,7 @@ async fn logout(State(st): State<AppState>, h: HeaderMap) -> Response {
         return err(StatusCode::FORBIDDEN, "cross-site request refused");
     }
     if let Some(id) = cookie(&h) {
-        lock(&st.sessions.0).remove(&id);
+        st.sessions.end(&id);
     }
     let mut r = Json(json!({})).into_response();
     if let Ok(v) = HeaderValue::from_str(&session_cookie(&st, "", 0)) {
@@ -264,9 +300,14 @@ async fn set_privacy(State(st): State<AppState>, h: HeaderMap, body: Body) -> Re
     }
 }
 
+/// `{"user", "admin"}`: who the session is, and whether the page shows
+/// the admin page.
 async fn me(State(st): State<AppState>, h: HeaderMap) -> Response {
     match session_user(&st, &h) {
-        Some(u) => Json(json!({ "user": u })).into_response(),
+        Some(u) => {
+            let admin = st.accounts.is_admin(&u);
+            Json(json!({ "user": u, "admin": admin })).into_response()
+        }
         None => err(StatusCode::UNAUTHORIZED, "not logged in"),
     }
 }
@@ -311,28 +352,50 @@ async fn stream(
     h: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if session_user(&st, &h).is_none() {
+    let Some(user) = session_user(&st, &h) else {
         return err(StatusCode::UNAUTHORIZED, "not logged in");
-    }
+    };
     let st2 = st.clone();
+    let user2 = user.clone();
     let found = tokio::task::spawn_blocking(move || {
         let m = &st2.music;
         let cat = m.catalog(&st2.db);
-        let s = cat.song(&id)?;
+        // A song outside the user's music folders is as unknown as a
+        // missing one (issue 18).
+        let s = cat
+            .song(&id)
+            .filter(|s| library::may_see(&st2, &user2, s))?;
+        // What <audio> cannot decode (APE, WavPack, ALAC, AIFF, …) is
+        // transcoded (crate::transcode::for_browser).
+        if let Some(t) = crate::transcode::for_browser(s) {
+            let p = crate::transcode::Prepared::of(&st2, s);
+            return Some((None, String::new(), crate::Music::track_of(s), Some((p, t))));
+        }
         // Through the tiers, the music folder is one copy among several.
         let path = match m.tiers() {
             Some(_) => None,
             None => Some(m.stream_of(&st2.reader, s).ok()?),
         };
-        Some((path, s.content_type.clone(), crate::Music::track_of(s)))
+        Some((
+            path,
+            s.content_type.clone(),
+            crate::Music::track_of(s),
+            None,
+        ))
     })
     .await
     .ok()
     .flatten();
-    let Some((path, ct, track)) = found else {
+    let Some((path, ct, track, transcode)) = found else {
         return err(StatusCode::NOT_FOUND, "no such song");
     };
     let head = method == Method::HEAD;
+    if let Some((p, t)) = transcode {
+        return match crate::transcode::serve(&st, p, t, &h, head, false, &user).await {
+            Ok((r, _)) => r,
+            Err(e) => crate::transcode::error_response(&e),
+        };
+    }
     let (r, sent) = match (path, st.tiers()) {
         (_, Some(tiers)) => crate::tiered::serve_track(tiers, &track, &ct, &h, head).await,
         (Some(opened), None) => {

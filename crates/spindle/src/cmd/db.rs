@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Subcommand;
+use spindle_media::Foreign;
 use spindle_store::edit::{parse_assignment, parse_value};
 use spindle_store::{Db, Op};
 
@@ -208,39 +209,16 @@ pub fn run(cmd: &DbCommand, dir: &Path) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        DbCommand::ImportXmms2 { file } => {
-            let db = open_write(dir)?;
-            import_with_progress(&db, file, "xmms2", "XMMS2 entries", |d, f, o, p| {
-                spindle_media::import_xmms2(d, f, o, p).map_err(Into::into)
-            })?;
-        }
-        DbCommand::ImportBeets { file } => {
-            let db = open_write(dir)?;
-            import_with_progress(&db, file, "beets", "beets items", |d, f, o, p| {
-                spindle_media::import_beets(d, f, o, p).map_err(Into::into)
-            })?;
-        }
+        DbCommand::ImportXmms2 { file } => import(&open_write(dir)?, file, Foreign::Xmms2)?,
+        DbCommand::ImportBeets { file } => import(&open_write(dir)?, file, Foreign::Beets)?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
-type Importer = fn(
-    &spindle_store::Db,
-    &Path,
-    &spindle_media::ImportOptions,
-    &mut dyn FnMut(&spindle_media::Progress),
-) -> anyhow::Result<spindle_media::ImportReport>;
-
-/// Runs an importer with a progress bar on stderr (hidden when stderr is
-/// not a terminal) and prints what it did.
-fn import_with_progress(
-    db: &spindle_store::Db,
-    file: &Path,
-    origin: &str,
-    what: &str,
-    import: Importer,
-) -> anyhow::Result<()> {
-    let opts = spindle_media::ImportOptions::new(origin);
+/// Imports a foreign library with a progress bar on stderr (hidden when
+/// stderr is not a terminal) and prints what it did.
+fn import(db: &spindle_store::Db, file: &Path, foreign: Foreign) -> anyhow::Result<()> {
+    let what = foreign.tracks();
     let bar = indicatif::ProgressBar::with_draw_target(
         None,
         indicatif::ProgressDrawTarget::stderr_with_hz(4),
@@ -250,7 +228,7 @@ fn import_with_progress(
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
     );
     bar.set_message(format!("{what} imported"));
-    let r = import(db, file, &opts, &mut |p| {
+    let r = foreign.import(db, file, &mut |p| {
         if let Some(t) = p.total {
             bar.set_length(t);
         }

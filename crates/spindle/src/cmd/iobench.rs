@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use spindle_io::bench::{self, BenchConfig, Progress, Rw, Target};
+use spindle_io::bench::{self, BenchConfig, Rw, Target};
 use spindle_io::{units, EngineKind, UringPolicy};
 
 /// Arguments of `spindle iobench`.
@@ -104,8 +104,8 @@ fn config(args: &IobenchArgs) -> anyhow::Result<BenchConfig> {
     cfg.size = args.size;
     cfg.bs = usize::try_from(args.bs).context("--bs is too large")?;
     cfg.depths = args.depths.clone();
-    cfg.engines = dedup(&args.engines);
-    cfg.rws = dedup(&args.rw);
+    cfg.engines = args.engines.clone();
+    cfg.rws = args.rw.clone();
     cfg.mix = args.mix;
     cfg.runtime = args.runtime;
     cfg.direct = args.direct;
@@ -126,43 +126,11 @@ fn config(args: &IobenchArgs) -> anyhow::Result<BenchConfig> {
     Ok(cfg)
 }
 
-/// `v` without repeats, in first-seen order.
-fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
-    let firsts = v.iter().enumerate().filter(|&(i, x)| !v[..i].contains(x));
-    firsts.map(|(_, &x)| x).collect()
-}
-
 pub fn run(args: &IobenchArgs) -> anyhow::Result<()> {
     let cfg = config(args)?;
     let json_stdout = args.json.as_deref() == Some(Path::new("-"));
-    let mut progress = |p: Progress<'_>| match p {
-        Progress::Note(msg) => eprintln!("iobench: {msg}"),
-        Progress::Measured {
-            rw,
-            engine,
-            depth,
-            round,
-            by,
-            m,
-        } => eprintln!(
-            "iobench: {:<8} {:<12} depth {:>3} round {} {:<7} {:>9.0} IOPS  p99 {:>8.1} us",
-            rw.name(),
-            engine.name(),
-            depth,
-            round + 1,
-            by,
-            m.iops(),
-            m.lat_p99_us
-        ),
-    };
-    let report = bench::run(&cfg, &mut progress)?;
-
-    let text = format!(
-        "{}\n{}\n\n{}",
-        bench::report::table(&report),
-        bench::report::legend(&report),
-        bench::report::advice(&report)
-    );
+    let report = bench::run(&cfg, &mut |p| eprintln!("iobench: {p}"))?;
+    let text = bench::report::text(&report);
     if json_stdout {
         eprintln!("{text}");
     } else {

@@ -1,10 +1,12 @@
 //! One module per subcommand; `dispatch` turns parsed arguments into
 //! library calls.
 
+pub mod backup;
 pub mod bench;
-pub mod bench_scan;
-pub mod bench_scrobble;
-pub mod bench_stream;
+pub mod bench_covers;
+pub mod bench_subsonic;
+pub mod bench_transcode;
+pub mod config;
 pub mod db;
 pub mod iobench;
 pub mod listens;
@@ -64,31 +66,16 @@ pub fn now() -> i64 {
     spindle_server::SystemClock.now_secs()
 }
 
-/// The `[tiers]` section of the server config at `path`, else of
-/// `$SPINDLE_SERVER_CONFIG`, else of the default path if that file
-/// exists (docs/tiers.md).
+/// The `[tiers]` section of the server config (`TiersConfig::find`).
 pub fn tiers_config(path: Option<&Path>) -> anyhow::Result<Option<TiersConfig>> {
-    let from_env = || std::env::var_os("SPINDLE_SERVER_CONFIG").filter(|p| !p.is_empty());
-    let path = path
-        .map(Path::to_owned)
-        .or_else(|| from_env().map(PathBuf::from))
-        .or_else(|| spindle_tiers::config::default_config_path().filter(|p| p.is_file()));
-    match path {
-        Some(path) => Ok(TiersConfig::load(&path)?),
-        None => Ok(None),
-    }
+    Ok(TiersConfig::find(path)?)
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
     match &cli.command {
-        Command::Serve {
-            music,
-            listen,
-            io_engine,
-            send_queue_kib,
-            log_format: _,
-        } => serve::run(&data_dir, music, listen, io_engine, *send_queue_kib),
+        Command::Serve { args } => serve::run(args, cli.data_dir.as_deref()),
+        Command::Config(cmd) => config::run(cmd),
         Command::Query(args) => query::run(args, &data_dir),
         Command::Scan(args) => scan::run(args, &data_dir),
         Command::Db(cmd) => db::run(cmd, &data_dir),
@@ -96,6 +83,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(cmd) => bench::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
         Command::User(cmd) => user::run_user(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
         Command::Apikey(cmd) => user::run_apikey(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
+        Command::Backup { dir } => backup::run_backup(&data_dir, dir).map(|()| ExitCode::SUCCESS),
+        Command::Restore { dir } => backup::run_restore(&data_dir, dir).map(|()| ExitCode::SUCCESS),
         Command::Listens(cmd) => listens::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
         Command::Tiers(cmd) => tiers::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
         Command::Scrobble { config, command } => {

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Subcommand;
-use spindle_query::SourcePref;
 
 use super::UsageError;
 
@@ -87,49 +86,33 @@ fn pin(
     list: bool,
     remove: Option<&str>,
 ) -> anyhow::Result<()> {
-    let p = spindle_tiers::pins::pins_path(data_dir);
-    if let Some(r) = remove {
-        match spindle_tiers::pins::remove(&p, r)? {
-            Some(gone) => println!("unpinned {gone}"),
-            None => {
-                return Err(
-                    UsageError(format!("no pin {r:?} (see `spindle tiers pin --list`)")).into(),
-                )
+    use spindle_server::pins::{self, PinError, Pinned};
+    // A pin that does not parse or is not there is a usage error (exit 2).
+    let usage = |e: PinError| match e {
+        PinError::Syntax { .. } | PinError::NoSuchPin { .. } => UsageError(e.to_string()).into(),
+        e => anyhow::Error::from(e),
+    };
+    match (remove, pattern.filter(|_| !list)) {
+        (Some(r), _) => println!("unpinned {}", pins::unpin(data_dir, r).map_err(usage)?),
+        (None, None) => {
+            let pins = pins::list(data_dir)?;
+            if pins.is_empty() {
+                println!("no pins");
+            }
+            for (i, pin) in pins.iter().enumerate() {
+                println!("{:>3}  {pin}", i + 1);
             }
         }
-        return Ok(());
-    }
-    let Some(pattern) = pattern.filter(|_| !list) else {
-        let pins = spindle_tiers::pins::load(&p)?;
-        if pins.is_empty() {
-            println!("no pins");
-        }
-        for (i, pin) in pins.iter().enumerate() {
-            println!("{:>3}  {pin}", i + 1);
-        }
-        return Ok(());
-    };
-    if let Err(e) = spindle_query::parse(pattern) {
-        return Err(UsageError(format!("pin {pattern:?}: {e}")).into());
-    }
-    // Say what it selects now, if the library is there.
-    let count = spindle_store::Db::open(data_dir).ok().and_then(|db| {
-        let parsed = spindle_query::parse(pattern).ok()?;
-        let n = db
-            .read()
-            .query_ids(&parsed.coll, &SourcePref::default())
-            .ok()?
-            .ids
-            .len();
-        Some(n)
-    });
-    if spindle_tiers::pins::add(&p, pattern)? {
-        match count {
-            Some(n) => println!("pinned {pattern} ({n} tracks now)"),
-            None => println!("pinned {pattern}"),
-        }
-    } else {
-        println!("{pattern} was already pinned");
+        (None, Some(pattern)) => match pins::pin(data_dir, pattern).map_err(usage)? {
+            Pinned { added: false, .. } => println!("{pattern} was already pinned"),
+            Pinned {
+                tracks_now: Some(n),
+                ..
+            } => println!("pinned {pattern} ({n} tracks now)"),
+            Pinned {
+                tracks_now: None, ..
+            } => println!("pinned {pattern}"),
+        },
     }
     Ok(())
 }

@@ -12,6 +12,8 @@ use super::promote::Job;
 use super::{lock, Tiers, TrackRef};
 use crate::placement::{key_id, HotPolicy};
 
+pub(super) mod variant;
+
 /// The feed's state.
 pub(super) struct Feed {
     policy: Box<dyn HotPolicy>,

@@ -62,6 +62,7 @@ mod tasks;
 #[cfg(test)]
 mod tests;
 
+pub use feed::variant::{is_variant, variant_key, VARIANT_PREFIX};
 pub use promote::PromoteError;
 pub use read::{OpenError, StreamError, TierStream};
 pub use replicate::{ReplicateError, UploadError, UploadReport};

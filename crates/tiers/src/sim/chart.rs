@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use spindle_io::bench::chart::escape;
+
 use super::{Cell, PolicyKind};
 
 const PANEL_W: f64 = 250.0;
@@ -30,12 +32,6 @@ fn dash(p: PolicyKind) -> &'static str {
         PolicyKind::Belady => " stroke-dasharray=\"2 3\"",
         _ => "",
     }
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// The chart of one workload's cells (all exponents), or `None` if the
@@ -73,7 +69,7 @@ pub fn svg(cells: &[Cell], workload: &str, title: &str) -> Option<String> {
     let _ = writeln!(
         s,
         "<text x=\"{LEFT}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>",
-        esc(title)
+        escape(title)
     );
     let _ = writeln!(
         s,

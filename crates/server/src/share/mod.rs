@@ -1,0 +1,163 @@
+//! Public share links, no account needed:
+//!
+//! - `GET /share/TOKEN`: a small HTML page ([`page`]) with the share's
+//!   title, its tracks and an `<audio>` player;
+//! - `GET`/`HEAD /share/TOKEN/stream/SONG`: a song of that share, through
+//!   the same stream path as the Subsonic `stream` (ranges and all);
+//! - `GET /share/TOKEN/player.js`: the page's script (the page allows no
+//!   inline script).
+//!
+//! A share that does not exist, was deleted or has expired answers 404 to
+//! all of them, and a song not in the share is never streamed. Shares are
+//! made through the Subsonic API ([`crate::subsonic`]'s `createShare`)
+//! and kept in [`crate::userdata`].
+
+mod page;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+
+use crate::state::AppState;
+use crate::userdata::Share;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/share/{token}", get(show))
+        .route("/share/{token}/player.js", get(script))
+        .route("/share/{token}/stream/{song}", get(stream))
+}
+
+/// The public URL of a share: [`crate::Config::public_url`], else
+/// `http://` and the request's `Host` (when it looks like a host name,
+/// else `localhost`) and [`crate::Config::base_path`].
+pub(crate) fn share_url(st: &AppState, host: Option<&str>, token: &str) -> String {
+    let base = match &st.config.public_url {
+        Some(u) => u.trim_end_matches('/').to_owned(),
+        None => {
+            let host = host
+                .filter(|h| {
+                    !h.is_empty()
+                        && h.len() <= 255
+                        && h.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+                })
+                .unwrap_or("localhost");
+            format!("http://{host}{}", st.config.base_path.trim_end_matches('/'))
+        }
+    };
+    format!("{base}/share/{token}")
+}
+
+/// A response with the headers every share answer has: no caching by
+/// others, no referrer (the URL is the secret), no sniffing.
+fn respond(status: StatusCode, body: impl Into<Body>, ct: &'static str) -> Response {
+    let mut r = Response::new(body.into());
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-store"),
+    );
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        "content-security-policy",
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; media-src 'self'",
+        ),
+    );
+    r
+}
+
+fn gone() -> Response {
+    respond(
+        StatusCode::NOT_FOUND,
+        page::GONE,
+        "text/html; charset=utf-8",
+    )
+}
+
+async fn show(State(st): State<AppState>, Path(token): Path<String>) -> Response {
+    let st2 = st.clone();
+    let html = tokio::task::spawn_blocking(move || {
+        let share = st2.music.userdata.visit_share(&token, st2.now())?;
+        let cat = st2.music.catalog(&st2.db);
+        Some(page::render(&token, &share, &cat))
+    })
+    .await
+    .ok()
+    .flatten();
+    match html {
+        Some(html) => respond(StatusCode::OK, html, "text/html; charset=utf-8"),
+        None => gone(),
+    }
+}
+
+async fn script() -> Response {
+    respond(
+        StatusCode::OK,
+        page::SCRIPT,
+        "text/javascript; charset=utf-8",
+    )
+}
+
+/// A live share holding `song`.
+fn live_with(st: &AppState, token: &str, song: u32) -> Option<Share> {
+    st.music
+        .userdata
+        .share(token)
+        .filter(|s| s.live(st.now()) && s.songs.contains(&song))
+}
+
+async fn stream(
+    State(st): State<AppState>,
+    method: Method,
+    h: HeaderMap,
+    Path((token, song)): Path<(String, String)>,
+) -> Response {
+    let Ok(entry) = song.parse::<u32>() else {
+        return gone();
+    };
+    let st2 = st.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        live_with(&st2, &token, entry)?;
+        let m = &st2.music;
+        let cat = m.catalog(&st2.db);
+        let s = cat.song_by_entry(entry)?;
+        // Through the tiers, the music folder is one copy among several.
+        let path = match m.tiers() {
+            Some(_) => None,
+            None => Some(m.stream_of(&st2.reader, s).ok()?),
+        };
+        Some((path, s.content_type.clone(), crate::Music::track_of(s)))
+    })
+    .await
+    .ok()
+    .flatten();
+    let Some((path, ct, track)) = found else {
+        return gone();
+    };
+    let head = method == Method::HEAD;
+    let (r, sent) = match (path, st.tiers()) {
+        (_, Some(tiers)) => crate::tiered::serve_track(tiers, &track, &ct, &h, head).await,
+        (Some(opened), None) => {
+            crate::stream::serve_opened(&st.reader, opened, &ct, &h, head).await
+        }
+        (None, None) => return gone(),
+    };
+    if sent.status < 300 {
+        st.metrics.stream(sent.bytes);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,27 @@
+//! `getCoverArt`: the cover of a song, album (`al-…`) or artist (`ar-…`)
+//! at the `size` asked for, through [`crate::cover`] (sources, resizing,
+//! the disk cache, ETag and 304).
+
+use axum::http::HeaderMap;
+use axum::response::Response;
+
+use super::{not_found, Ctx, Fail};
+use crate::cover::CoverError;
+
+/// `getCoverArt?id=…&size=N`: the image with its longer side at `size`
+/// pixels (never scaled up), or as it is without a positive `size`. An
+/// unknown id or an id without art is error 70; a cover that cannot be
+/// decoded (and no other to fall back on) is error 0 with the reason.
+pub(crate) async fn cover_art(c: Ctx, headers: &HeaderMap) -> Result<Response, Fail> {
+    let id = c.req("id")?.to_owned();
+    let size = c
+        .int("size")?
+        .filter(|&s| s > 0)
+        .map(|s| u32::try_from(s).unwrap_or(u32::MAX));
+    crate::cover::answer(&c.state, id, size, headers)
+        .await
+        .map_err(|e| match e {
+            CoverError::NoSuchId(_) | CoverError::NotFound(_) => not_found("Cover art"),
+            e => Fail(0, e.to_string()),
+        })
+}

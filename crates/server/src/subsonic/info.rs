@@ -1,0 +1,418 @@
+//! What other servers ask an outside service for, computed here from the
+//! library and the listening history: `getTopSongs`, `getSimilarSongs`
+//! and `getSimilarSongs2`, `getArtistInfo` and `getArtistInfo2`,
+//! `getAlbumInfo` and `getAlbumInfo2`.
+//!
+//! * Top songs: the artist's songs by their plays in the history of every
+//!   user (its charts, matched to the library by title, caselessly).
+//! * Similar artists and songs: [`crate::similar`] (co-listening and
+//!   shared genres). The songs are drawn from the artist and its similar
+//!   artists, the better the likelier, shuffled by a generator seeded with
+//!   the request, so the same request gets the same list.
+//! * Biography and notes: a text file beside the music (`artist.txt`,
+//!   `biography.txt` or `bio.txt` in the artist's folder; `notes.txt`,
+//!   `album.txt` or `review.txt` in the album's), else empty.
+//! * Images: `getCoverArt` URLs of this server, with the caller's own
+//!   credentials, for the artist (when its folder holds an `artist.*`
+//!   image, see [`artist_image`]) or its first album, and for the album.
+//!   The URL starts from `Config::public_url` or else the request's Host.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use spindle_listens::{ChartKind, ChartQuery};
+
+use super::access::Access;
+use super::browse::{artist_node, song_node};
+use super::folders::artist_v1;
+use super::response::Node;
+use super::{not_found, Ctx, Fail, SyncResult};
+use crate::catalog::{artist_id, Album, Artist, Catalog, Song};
+use crate::similar::key;
+
+/// The most songs or similar artists one request returns.
+pub const MAX_COUNT: usize = 500;
+/// The most rows of one user's chart of an artist's tracks read for
+/// `getTopSongs`.
+pub const TOP_TRACKS_PER_USER: usize = 1000;
+/// Names of an artist's picture in its folder (any of these extensions).
+pub const ARTIST_IMAGE_STEMS: &[&str] = &["artist"];
+/// Extensions of pictures looked for.
+pub const IMAGE_EXTENSIONS: &[&str] = &["jpg", "jpeg", "png", "webp"];
+/// Files whose text is an artist's biography.
+pub const BIOGRAPHY_FILES: &[&str] = &["artist.txt", "biography.txt", "bio.txt"];
+/// Files whose text is an album's notes.
+pub const NOTES_FILES: &[&str] = &["notes.txt", "album.txt", "review.txt"];
+
+fn count(c: &Ctx, name: &str, default: i64) -> Result<usize, Fail> {
+    Ok(c.int(name)?.unwrap_or(default).clamp(0, MAX_COUNT as i64) as usize)
+}
+
+/// `getTopSongs`: `artist` (a name), `count` (50 by default).
+pub(crate) fn top_songs(c: &mut Ctx) -> SyncResult {
+    let name = c.req("artist")?.to_owned();
+    let count = count(c, "count", 50)?;
+    let cat = c.cat();
+    let access = c.access();
+    let k = key(&name);
+    let mut plays: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+    for u in c.state.accounts.user_names() {
+        let q = ChartQuery {
+            artist: Some(&name),
+            limit: TOP_TRACKS_PER_USER,
+            page: 1,
+            ..ChartQuery::default()
+        };
+        for r in c.state.listens.chart(&u, ChartKind::Tracks, &q).rows {
+            *plays.entry(key(&r.name)).or_default() += u64::from(r.playcount);
+        }
+    }
+    let mut songs: Vec<(u64, &Song)> = cat
+        .songs
+        .iter()
+        .filter(|s| access.sees_song(s))
+        .filter(|s| key(&s.artist) == k || key(&s.album_artist) == k)
+        .filter_map(|s| plays.get(&key(&s.title)).map(|&n| (n, s)))
+        .collect();
+    songs.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.title.cmp(&b.1.title)));
+    // One song per title: the same recording on several albums counts once.
+    let mut seen = std::collections::HashSet::new();
+    songs.retain(|(_, s)| seen.insert(key(&s.title)));
+    let starred = super::browse::marks(c);
+    let nodes = songs
+        .into_iter()
+        .take(count)
+        .map(|(_, s)| song_node(s, &starred))
+        .collect();
+    Ok(Some(Node::new("topSongs").list("song", nodes)))
+}
+
+/// The artist an id stands for: an artist, an album's artist, a song's
+/// album artist, or the album artist of a folder's first song; of what
+/// `access` lets the user see.
+fn artist_of<'a>(c: &Ctx, cat: &'a Arc<Catalog>, access: &Access, id: &str) -> Option<&'a Artist> {
+    if access.hides(cat, id) {
+        return None;
+    }
+    let visible = |a: &&Artist| access.sees_artist(cat, a);
+    if let Some(a) = cat.artist(id) {
+        return Some(a);
+    }
+    if let Some(al) = cat.album(id) {
+        return cat.artist(&al.artist_id).filter(visible);
+    }
+    if let Some(s) = cat.song(id) {
+        return cat.artist(&s.artist_id).filter(visible);
+    }
+    let views = c.state.subsonic_views.of(cat);
+    let dir = views.tree(c.state.music.roots()).get(id)?;
+    let song = dir.cover.filter(|_| access.sees_dir(dir))?;
+    cat.artist(&cat.songs[song].artist_id).filter(visible)
+}
+
+/// The artist key an id stands for, for similarity (a song's own
+/// artist); a hidden id stands for none.
+fn seed_of(cat: &Catalog, access: &Access, id: &str) -> Option<String> {
+    if access.hides(cat, id) {
+        return None;
+    }
+    if let Some(a) = cat.artist(id) {
+        return Some(key(&a.name));
+    }
+    if let Some(al) = cat.album(id) {
+        return Some(key(&al.artist));
+    }
+    cat.song(id).map(|s| key(&s.artist))
+}
+
+/// A generator seeded with the request's parameters.
+fn request_rng(parts: &[&str]) -> rand::rngs::StdRng {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    parts.hash(&mut h);
+    rand::rngs::StdRng::seed_from_u64(h.finish())
+}
+
+/// `count` songs from `seed` and its similar artists, the better an
+/// artist the likelier (the seed itself counts as score 1), no song
+/// twice, only songs `keep` keeps.
+fn draw(
+    sim: &crate::similar::Similar,
+    seed: &str,
+    count: usize,
+    keep: impl Fn(usize) -> bool,
+    rng: &mut impl Rng,
+) -> Vec<usize> {
+    let mut pools: Vec<(f64, Vec<usize>)> = std::iter::once((seed.to_owned(), 1.0))
+        .chain(sim.artists(seed, 50))
+        .map(|(a, score)| {
+            let mut v: Vec<usize> = sim
+                .songs_of(&a)
+                .iter()
+                .copied()
+                .filter(|&n| keep(n))
+                .collect();
+            v.shuffle(rng);
+            (score, v)
+        })
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    let mut out: Vec<usize> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    while out.len() < count && !pools.is_empty() {
+        let total: f64 = pools.iter().map(|p| p.0).sum();
+        let mut x = rng.gen::<f64>() * total;
+        let mut i = 0;
+        while i + 1 < pools.len() && x >= pools[i].0 {
+            x -= pools[i].0;
+            i += 1;
+        }
+        if let Some(n) = pools[i].1.pop() {
+            if seen.insert(n) {
+                out.push(n);
+            }
+        }
+        if pools[i].1.is_empty() {
+            pools.swap_remove(i);
+        }
+    }
+    out
+}
+
+fn similar_songs(c: &mut Ctx, v2: bool) -> SyncResult {
+    let id = c.req("id")?.to_owned();
+    let count = count(c, "count", 50)?;
+    let cat = c.cat();
+    let access = c.access();
+    let seed = seed_of(&cat, &access, &id).ok_or_else(|| not_found("Song, album or artist"))?;
+    let users = c.state.accounts.user_names();
+    let sim = c.state.similar.get(&cat, &c.state.listens, &users);
+    let skip = cat.song(&id).and_then(|s| cat.song_index(s.id));
+    let mut rng = request_rng(&[&id, &count.to_string()]);
+    let keep = |n: usize| Some(n) != skip && access.sees_song(&cat.songs[n]);
+    let picked = draw(&sim, &seed, count, keep, &mut rng);
+    let starred = super::browse::marks(c);
+    let songs = picked
+        .into_iter()
+        .map(|n| song_node(&cat.songs[n], &starred))
+        .collect();
+    let name = if v2 { "similarSongs2" } else { "similarSongs" };
+    Ok(Some(Node::new(name).list("song", songs)))
+}
+
+pub(crate) fn similar_songs1(c: &mut Ctx) -> SyncResult {
+    similar_songs(c, false)
+}
+
+pub(crate) fn similar_songs2(c: &mut Ctx) -> SyncResult {
+    similar_songs(c, true)
+}
+
+/// The folder below a music folder most likely the artist's own: the
+/// folder holding all its songs, or the one above it when that is an
+/// album's (each of the first ones that lie inside the music folder).
+fn artist_dirs(cat: &Catalog, a: &Artist, roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut common: Option<PathBuf> = None;
+    let mut folder = None;
+    for &al in &a.albums {
+        for &s in &cat.albums[al].songs {
+            let song = &cat.songs[s];
+            let Some(dir) = song.file.parent() else {
+                continue;
+            };
+            folder.get_or_insert(song.folder);
+            common = Some(match common {
+                None => dir.to_path_buf(),
+                Some(c) => c
+                    .ancestors()
+                    .find(|p| dir.starts_with(p))
+                    .map(Path::to_path_buf)
+                    .unwrap_or_default(),
+            });
+        }
+    }
+    let (Some(common), Some(root)) = (common, folder.and_then(|f| roots.get(f))) else {
+        return Vec::new();
+    };
+    common
+        .ancestors()
+        .take(2)
+        .filter(|p| p.starts_with(root) && *p != root.as_path())
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// The picture of an artist in its folder (`artist.jpg`, `artist.png`,
+/// …), if there is one: what `getCoverArt` of an artist id may serve.
+pub(crate) fn artist_image(cat: &Catalog, a: &Artist, roots: &[PathBuf]) -> Option<PathBuf> {
+    artist_dirs(cat, a, roots).into_iter().find_map(|d| {
+        ARTIST_IMAGE_STEMS.iter().find_map(|stem| {
+            IMAGE_EXTENSIONS.iter().find_map(|ext| {
+                let p = d.join(format!("{stem}.{ext}"));
+                p.is_file().then_some(p)
+            })
+        })
+    })
+}
+
+/// The first of `names` in `dirs` that the song's music folder lets us
+/// read (capped at the sidecar limit), as text.
+fn read_text(c: &Ctx, song: &Song, dirs: &[PathBuf], names: &[&str]) -> String {
+    let Ok(root) = c.state.music.folder_of(song) else {
+        return String::new();
+    };
+    for d in dirs {
+        for n in names {
+            if let Ok(b) = root.read_capped(&d.join(n), spindle_media::SIDECAR_CAP) {
+                return String::from_utf8_lossy(&b).trim().to_owned();
+            }
+        }
+    }
+    String::new()
+}
+
+/// The URL of this server's `getCoverArt` of `id` at `size` pixels,
+/// authenticated as the request was.
+fn image_url(c: &Ctx, id: &str, size: u32) -> String {
+    let base = match &c.state.config.public_url {
+        Some(u) => u.trim_end_matches('/').to_owned(),
+        None => c
+            .host
+            .as_deref()
+            .map_or_else(String::new, |h| format!("http://{h}")),
+    };
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    q.append_pair("id", id)
+        .append_pair("size", &size.to_string());
+    for k in ["u", "p", "t", "s", "apiKey", "v", "c"] {
+        if let Some(v) = c.p.get(k) {
+            q.append_pair(k, v);
+        }
+    }
+    format!("{base}/rest/getCoverArt?{}", q.finish())
+}
+
+fn with_images(n: Node, c: &Ctx, id: &str) -> Node {
+    n.s("smallImageUrl", image_url(c, id, 150))
+        .s("mediumImageUrl", image_url(c, id, 300))
+        .s("largeImageUrl", image_url(c, id, 600))
+}
+
+fn artist_info(c: &mut Ctx, v2: bool) -> SyncResult {
+    let id = c.req("id")?.to_owned();
+    let count = count(c, "count", 20)?;
+    let cat = c.cat();
+    let access = c.access();
+    let a = artist_of(c, &cat, &access, &id).ok_or_else(|| not_found("Artist"))?;
+    let view = access.artist_view(&cat, a);
+    let a = &*view;
+    let roots = c.state.music.roots().to_vec();
+    let first = a
+        .albums
+        .first()
+        .and_then(|&al| cat.albums[al].songs.first())
+        .map(|&s| &cat.songs[s]);
+    let bio = match first {
+        Some(s) => read_text(c, s, &artist_dirs(&cat, a, &roots), BIOGRAPHY_FILES),
+        None => String::new(),
+    };
+    let image = if artist_image(&cat, a, &roots).is_some() {
+        Some(a.id.clone())
+    } else {
+        a.albums.first().map(|&al| cat.albums[al].id.clone())
+    };
+    let users = c.state.accounts.user_names();
+    let sim = c.state.similar.get(&cat, &c.state.listens, &users);
+    let starred = super::browse::marks(c);
+    let similar: Vec<Node> = sim
+        .artists(&key(&a.name), MAX_COUNT)
+        .into_iter()
+        .filter_map(|(k, _)| cat.artist(&artist_id(&k)))
+        .filter(|b| access.sees_artist(&cat, b))
+        .take(count)
+        .map(|b| {
+            if v2 {
+                artist_node(&cat, &access.artist_view(&cat, b), &starred)
+            } else {
+                artist_v1(b, &starred)
+            }
+        })
+        .collect();
+    let n = Node::new(if v2 { "artistInfo2" } else { "artistInfo" })
+        .s("biography", bio)
+        .opt_s("musicBrainzId", a.mbid.clone());
+    let n = match image {
+        Some(img) => with_images(n, c, &img),
+        None => n,
+    };
+    Ok(Some(n.list("similarArtist", similar)))
+}
+
+pub(crate) fn artist_info1(c: &mut Ctx) -> SyncResult {
+    artist_info(c, false)
+}
+
+pub(crate) fn artist_info2(c: &mut Ctx) -> SyncResult {
+    artist_info(c, true)
+}
+
+fn album_info(c: &mut Ctx) -> SyncResult {
+    let id = c.req("id")?.to_owned();
+    let cat = c.cat();
+    let access = c.access();
+    let al: &Album = match access.album(&cat, &id) {
+        Ok(a) => a,
+        Err(_) => access
+            .song(&cat, &id)
+            .ok()
+            .and_then(|s| cat.album(&s.album_id))
+            .ok_or_else(|| not_found("Album"))?,
+    };
+    let view = access.album_view(&cat, al);
+    let al = &*view;
+    let first = al.songs.first().map(|&s| &cat.songs[s]);
+    let notes = match first {
+        Some(s) => {
+            let dirs: Vec<PathBuf> = s.file.parent().map(Path::to_path_buf).into_iter().collect();
+            read_text(c, s, &dirs, NOTES_FILES)
+        }
+        None => String::new(),
+    };
+    let n = Node::new("albumInfo")
+        .s("notes", notes)
+        .opt_s("musicBrainzId", al.mbid.clone());
+    Ok(Some(with_images(n, c, &al.id)))
+}
+
+/// `getAlbumInfo` and `getAlbumInfo2` answer alike (`albumInfo`).
+pub(crate) fn album_info1(c: &mut Ctx) -> SyncResult {
+    album_info(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::similar::{CoListening, Similar};
+
+    #[test]
+    fn a_drawn_list_is_the_same_for_the_same_request_and_never_repeats_a_song() {
+        let cat = crate::subsonic::views::testlib::catalog(&[
+            ("a/1.flac", "Alpha", "A1", "t1", "Jazz", 0),
+            ("a/2.flac", "Alpha", "A1", "t2", "Jazz", 0),
+            ("b/1.flac", "Beta", "B1", "t3", "Jazz", 0),
+            ("b/2.flac", "Beta", "B1", "t4", "Jazz", 0),
+            ("c/1.flac", "Gamma", "C1", "t5", "Noise", 0),
+        ]);
+        let sim = Similar::new(Arc::new(CoListening::default()), &cat);
+        let one = draw(&sim, "alpha", 10, |n| n != 0, &mut request_rng(&["x"]));
+        let two = draw(&sim, "alpha", 10, |n| n != 0, &mut request_rng(&["x"]));
+        assert_eq!(one, two);
+        let mut sorted = one.clone();
+        sorted.sort_unstable();
+        // Alpha's other song and Beta's two; never Gamma (nothing shared),
+        // never the song asked about.
+        assert_eq!(sorted, vec![1, 2, 3]);
+    }
+}

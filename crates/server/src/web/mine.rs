@@ -1,0 +1,319 @@
+//! The logged-in user's own things, on the same data the Subsonic API
+//! keeps (so a phone app and the page agree): playlists (create, rename,
+//! reorder, delete, play), stars, and ratings from 1 to 5 (0 removes),
+//! through the one implementation Subsonic's `setRating` uses
+//! ([`crate::subsonic::rating`]): a song's rating is a library property,
+//! an album's or an artist's lives in the user data.
+
+#![allow(
+    clippy::result_large_err,
+    reason = "the error is the axum Response sent straight back; boxing it buys nothing once per request"
+)]
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::library::{may_see, song_json};
+use super::{csrf_ok, err, session_user, small_json, with_catalog};
+use crate::state::AppState;
+use crate::subsonic::rating::{self, RateError};
+use crate::userdata::Playlist;
+
+/// The user's rating of a song (entry id), 1..=5, for the library pages.
+pub(super) use crate::subsonic::rating::song_rating;
+/// Most songs one playlist may hold through the page: 5,000.
+pub const MAX_PLAYLIST_SONGS: usize = 5000;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/ui/api/playlists", get(playlists).post(create))
+        .route("/ui/api/playlist/{id}", get(playlist).post(update))
+        .route("/ui/api/playlist/{id}/delete", post(delete))
+        .route("/ui/api/starred", get(starred))
+        .route("/ui/api/star", post(star))
+        .route("/ui/api/rating", post(rate))
+}
+
+/// A POST's common checks: the CSRF header and a session.
+fn poster(st: &AppState, h: &HeaderMap) -> Result<String, Response> {
+    if !csrf_ok(h) {
+        return Err(err(StatusCode::FORBIDDEN, "cross-site request refused"));
+    }
+    session_user(st, h).ok_or_else(|| err(StatusCode::UNAUTHORIZED, "not logged in"))
+}
+
+fn may_edit_playlists(st: &AppState, user: &str) -> Result<(), Response> {
+    if st.accounts.roles(user).is_some_and(|r| r.playlist) {
+        Ok(())
+    } else {
+        Err(err(
+            StatusCode::FORBIDDEN,
+            "you may not make playlists: ask an administrator for the playlist role",
+        ))
+    }
+}
+
+fn playlist_json(id: u64, p: &Playlist, user: &str) -> Value {
+    json!({
+        "id": id, "name": p.name, "comment": p.comment, "owner": p.owner,
+        "public": p.public, "songs": p.songs.len(), "mine": p.owner == user,
+        "changed": p.changed,
+    })
+}
+
+/// `GET /ui/api/playlists`: the user's playlists and the public ones.
+async fn playlists(State(st): State<AppState>, h: HeaderMap) -> Response {
+    let Some(user) = session_user(&st, &h) else {
+        return err(StatusCode::UNAUTHORIZED, "not logged in");
+    };
+    let list: Vec<Value> = st
+        .music
+        .userdata
+        .playlists(&user)
+        .iter()
+        .map(|(id, p)| playlist_json(*id, p, &user))
+        .collect();
+    Json(json!({ "playlists": list })).into_response()
+}
+
+/// `GET /ui/api/playlist/ID`: a playlist and its tracks (songs the user
+/// may see and the library still has).
+async fn playlist(State(st): State<AppState>, h: HeaderMap, Path(id): Path<u64>) -> Response {
+    with_catalog(st, &h, move |st, cat, user| {
+        let Some(p) = st.music.userdata.playlist(id) else {
+            return err(StatusCode::NOT_FOUND, "no such playlist");
+        };
+        if p.owner != user && !p.public {
+            return err(StatusCode::NOT_FOUND, "no such playlist");
+        }
+        let tracks: Vec<Value> = p
+            .songs
+            .iter()
+            .filter_map(|s| cat.song(&s.to_string()))
+            .filter(|s| may_see(st, user, s))
+            .map(song_json)
+            .collect();
+        let mut v = playlist_json(id, &p, user);
+        v["tracks"] = Value::from(tracks);
+        Json(v).into_response()
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct PlaylistForm {
+    name: Option<String>,
+    songs: Option<Vec<u32>>,
+    public: Option<bool>,
+    comment: Option<String>,
+}
+
+fn check_form(f: &PlaylistForm) -> Result<(), Response> {
+    if f.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+        return Err(err(StatusCode::BAD_REQUEST, "a playlist needs a name"));
+    }
+    if f.songs
+        .as_ref()
+        .is_some_and(|s| s.len() > MAX_PLAYLIST_SONGS)
+    {
+        return Err(err(
+            StatusCode::BAD_REQUEST,
+            &format!("a playlist holds at most {MAX_PLAYLIST_SONGS} songs"),
+        ));
+    }
+    Ok(())
+}
+
+/// `POST /ui/api/playlists` `{"name", "songs"?}`: a new playlist.
+async fn create(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
+    let user = match poster(&st, &h).and_then(|u| may_edit_playlists(&st, &u).map(|()| u)) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let f: PlaylistForm = match small_json(&st, body).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    if let Err(r) = check_form(&f) {
+        return r;
+    }
+    let now = st.now();
+    let p = Playlist {
+        owner: user.clone(),
+        name: f.name.unwrap_or_else(|| "New playlist".into()),
+        comment: f.comment.unwrap_or_default(),
+        public: f.public.unwrap_or(false),
+        songs: f.songs.unwrap_or_default(),
+        created: now,
+        changed: now,
+    };
+    match st.music.userdata.create_playlist(p.clone()) {
+        Ok(id) => Json(playlist_json(id, &p, &user)).into_response(),
+        Err(e) => err(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("could not save: {e}"),
+        ),
+    }
+}
+
+/// `POST /ui/api/playlist/ID` `{"name"?, "songs"?, "public"?}`: renames,
+/// replaces the song list (adding, removing and reordering are all a new
+/// list), or shares the owner's playlist.
+async fn update(
+    State(st): State<AppState>,
+    h: HeaderMap,
+    Path(id): Path<u64>,
+    body: Body,
+) -> Response {
+    let user = match poster(&st, &h).and_then(|u| may_edit_playlists(&st, &u).map(|()| u)) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let f: PlaylistForm = match small_json(&st, body).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    if let Err(r) = check_form(&f) {
+        return r;
+    }
+    let Some(mut p) = st.music.userdata.playlist(id).filter(|p| p.owner == user) else {
+        return err(StatusCode::NOT_FOUND, "no such playlist of yours");
+    };
+    if let Some(n) = f.name {
+        p.name = n;
+    }
+    if let Some(s) = f.songs {
+        p.songs = s;
+    }
+    if let Some(public) = f.public {
+        p.public = public;
+    }
+    if let Some(c) = f.comment {
+        p.comment = c;
+    }
+    p.changed = st.now();
+    match st.music.userdata.put_playlist(id, p.clone()) {
+        Ok(true) => Json(playlist_json(id, &p, &user)).into_response(),
+        Ok(false) => err(StatusCode::NOT_FOUND, "no such playlist of yours"),
+        Err(e) => err(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("could not save: {e}"),
+        ),
+    }
+}
+
+/// `POST /ui/api/playlist/ID/delete`: removes the owner's playlist.
+async fn delete(State(st): State<AppState>, h: HeaderMap, Path(id): Path<u64>) -> Response {
+    let user = match poster(&st, &h) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    if st
+        .music
+        .userdata
+        .playlist(id)
+        .is_none_or(|p| p.owner != user)
+    {
+        return err(StatusCode::NOT_FOUND, "no such playlist of yours");
+    }
+    match st.music.userdata.delete_playlist(id) {
+        Ok(_) => Json(json!({ "deleted": id })).into_response(),
+        Err(e) => err(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("could not save: {e}"),
+        ),
+    }
+}
+
+/// `GET /ui/api/starred`: `{"ids": [...]}`, every id the user starred
+/// (songs, `al-…` albums, `ar-…` artists), and the starred songs.
+async fn starred(State(st): State<AppState>, h: HeaderMap) -> Response {
+    with_catalog(st, &h, |st, cat, user| {
+        let ids: Vec<String> = st.music.userdata.starred(user).into_keys().collect();
+        let songs: Vec<Value> = ids
+            .iter()
+            .filter_map(|id| cat.song(id))
+            .filter(|s| may_see(st, user, s))
+            .map(song_json)
+            .collect();
+        Json(json!({ "ids": ids, "songs": songs })).into_response()
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct StarForm {
+    id: String,
+    on: bool,
+}
+
+/// `POST /ui/api/star` `{"id", "on"}`: stars or unstars a song, album or
+/// artist.
+async fn star(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
+    let user = match poster(&st, &h) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let f: StarForm = match small_json(&st, body).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    let cat = st.music.catalog(&st.db);
+    if cat.song(&f.id).is_none() && cat.album(&f.id).is_none() && cat.artist(&f.id).is_none() {
+        return err(StatusCode::NOT_FOUND, "no such song, album or artist");
+    }
+    match st
+        .music
+        .userdata
+        .star(&user, std::slice::from_ref(&f.id), f.on, st.now())
+    {
+        Ok(()) => Json(json!({ "id": f.id, "starred": f.on })).into_response(),
+        Err(e) => err(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("could not save: {e}"),
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+struct RatingForm {
+    id: String,
+    rating: u8,
+}
+
+/// `POST /ui/api/rating` `{"id", "rating"}`: 1 to 5 stars, 0 removes.
+async fn rate(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
+    let user = match poster(&st, &h) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let f: RatingForm = match small_json(&st, body).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    let (st2, rating) = (st.clone(), f.rating);
+    let done = tokio::task::spawn_blocking(move || {
+        let cat = st2.music.catalog(&st2.db);
+        rating::rate(&st2, &cat, &user, &f.id, i64::from(f.rating))
+    })
+    .await;
+    match done {
+        Ok(Ok(())) => Json(json!({ "rating": rating })).into_response(),
+        Ok(Err(e)) => {
+            let status = match e {
+                RateError::OutOfRange(_) => StatusCode::BAD_REQUEST,
+                RateError::NotAllowed => StatusCode::FORBIDDEN,
+                RateError::NotFound => StatusCode::NOT_FOUND,
+                _ => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            err(status, &e.to_string())
+        }
+        Err(_) => err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"),
+    }
+}
