@@ -8,7 +8,7 @@
 # album, play, and check the <audio> time advances; then an artist page,
 # the queue, now playing, recent listens after a scrobble, and the SVG
 # charts with their bars. Then the abuse load of tests/interop/test_abuse_load.py.
-apt_install sox chromium python3-venv flac lame opus-tools nginx openssl curl
+apt_install sox chromium python3-venv flac lame opus-tools nginx openssl curl wavpack
 [[ -x "$ROOT/.venv/bin/pip" ]] || python3 -m venv "$ROOT/.venv"
 missing=()
 for pkg in py-opensonic mutagen pytest requests aiohttp pillow; do
@@ -39,6 +39,7 @@ SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
     "$ROOT/tests/interop/test_subsonic_lists.py" \
     "$ROOT/tests/interop/test_covers.py" \
     "$ROOT/tests/interop/test_web_ui.py" \
+    "$ROOT/tests/interop/test_web_transcode.py" \
     "$ROOT/tests/interop/test_first_run.py" \
     "$ROOT/tests/interop/test_accounts_cli.py" \
     "$ROOT/tests/interop/test_subsonic_userdata.py"

@@ -8,7 +8,8 @@
 //! [`Reader`], started once per server from a [`ReadEngine`] (`spindle
 //! serve --io-engine`): tokio's file reads, or one of spindle-io's engines
 //! (psync, io_uring, io_uring with SQPOLL) run by a thread of its own (see
-//! [`pool`]). Files are sent as they are: there is no transcoding.
+//! [`pool`]). Files are sent as they are; transcoding is
+//! [`crate::transcode`], whose cached copies are served by the same path.
 //!
 //! Which file: callers resolve a library entry id to a song and open its
 //! file through its music folder's checked open

@@ -6,8 +6,9 @@
 //! [`auth`]) except `getOpenSubsonicExtensions`. Songs are library entries
 //! with a file under a music folder; albums and artists are derived (see
 //! [`crate::catalog`]). `stream` and `download` send the file as it is
-//! (no transcoding) through [`crate::stream`]; neither counts a play:
-//! only `scrobble` does, into the listening history every API shares.
+//! (transcoded by [`crate::transcode`] when asked) through
+//! [`crate::stream`]; neither counts a play: only `scrobble` does, into
+//! the listening history every API shares.
 
 pub(crate) mod access;
 mod admin;
