@@ -11,9 +11,9 @@
 //! administrator is refused ([`AccountError::LastAdmin`]).
 //!
 //! Beside the users: the credentials each user holds besides the password
-//! ([`keys`]: OpenSubsonic API keys per app, Last.fm session keys, the
+//! (`keys`: OpenSubsonic API keys per app, Last.fm session keys, the
 //! ListenBrainz token; listed and revoked) and per-user settings
-//! ([`zone`]: the time zone of "today" and daily charts).
+//! (`zone`: the time zone of "today" and daily charts).
 
 mod keys;
 mod zone;
@@ -97,7 +97,7 @@ struct User {
     /// The most kbit/s the user's streams should have; 0: no limit.
     #[serde(default, skip_serializing_if = "is_zero")]
     max_bit_rate: u32,
-    /// The user's IANA time zone ([`zone`]); empty: UTC.
+    /// The user's IANA time zone (`zone`); empty: UTC.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     timezone: String,
 }
@@ -207,7 +207,7 @@ struct Data {
     users: BTreeMap<String, User>,
     sessions: BTreeMap<String, Session>,
     api_keys: BTreeMap<String, ApiKey>,
-    /// OpenSubsonic API keys by the hex SHA-256 of the key ([`keys`]).
+    /// OpenSubsonic API keys by the hex SHA-256 of the key (`keys`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     app_keys: BTreeMap<String, AppKey>,
 }

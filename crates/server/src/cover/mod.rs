@@ -1,6 +1,6 @@
 //! Cover art for songs, albums and artists, at the size a client asks
 //! for: Subsonic's `getCoverArt` ([`crate::subsonic`]) and the web UI's
-//! `/ui/cover/ID` ([`crate::web`]) both answer through [`answer`].
+//! `/ui/cover/ID` ([`crate::web`]) both answer through `answer`.
 //!
 //! A request goes in two steps, both on a blocking thread:
 //!

@@ -1,6 +1,6 @@
 //! Public share links, no account needed:
 //!
-//! - `GET /share/TOKEN`: a small HTML page ([`page`]) with the share's
+//! - `GET /share/TOKEN`: a small HTML page (`page`) with the share's
 //!   title, its tracks and an `<audio>` player;
 //! - `GET`/`HEAD /share/TOKEN/stream/SONG`: a song of that share, through
 //!   the same stream path as the Subsonic `stream` (ranges and all);

@@ -5,13 +5,14 @@
 //! `sortName`, `musicBrainzId`, `bitDepth`, `samplingRate`,
 //! `channelCount`, `played`, `userRating`, `originalReleaseDate`,
 //! `recordLabels`, `moods`, `discTitles`; see
-//! https://opensubsonic.netlify.app/docs/responses/child/).
+//! <https://opensubsonic.netlify.app/docs/responses/child/>).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::access::Access;
 use super::response::Node;
+use super::views::ArtistGroups;
 use super::{Ctx, Fail, SyncResult};
 use crate::catalog::{artist_id, date_parts, Album, Artist, Catalog, Song};
 use crate::state::AppState;
@@ -42,6 +43,12 @@ pub(crate) struct UserMarks {
     starred: Starred,
     state: AppState,
     user: String,
+    /// The request's catalog, if it has one yet: whether the user rated
+    /// any song is known per catalog.
+    cat: Option<Arc<Catalog>>,
+    /// The user's song ratings, set up on the first song asked about;
+    /// `None` when the user has rated no song.
+    songs: OnceLock<Option<super::rating::SongRatings>>,
 }
 
 impl Marks for UserMarks {
@@ -49,7 +56,25 @@ impl Marks for UserMarks {
         self.starred.get(id).copied()
     }
     fn rating(&self, id: &str) -> Option<i64> {
-        super::rating::user_rating(&self.state, &self.user, id)
+        if id.starts_with("al-") || id.starts_with("ar-") {
+            return super::rating::user_rating(&self.state, &self.user, id);
+        }
+        let entry: u32 = id.parse().ok()?;
+        self.songs
+            .get_or_init(|| {
+                let r = super::rating::SongRatings::read(&self.state, &self.user);
+                let any = match &self.cat {
+                    Some(cat) => self
+                        .state
+                        .subsonic_views
+                        .of(cat)
+                        .has_song_ratings(&self.user, || r.any()),
+                    None => true,
+                };
+                any.then_some(r)
+            })
+            .as_ref()?
+            .get(entry)
     }
 }
 
@@ -67,6 +92,8 @@ pub(crate) fn marks(c: &Ctx) -> UserMarks {
         starred: c.state.music.userdata.starred(&c.user),
         state: c.state.clone(),
         user: c.user.clone(),
+        cat: c.cat.clone(),
+        songs: OnceLock::new(),
     }
 }
 
@@ -79,14 +106,20 @@ fn user_attrs(n: Node, id: &str, marks: &impl Marks) -> Node {
     n.opt_i("userRating", marks.rating(id))
 }
 
-/// OpenSubsonic `ArtistID3` references (id and name) of `names`.
-fn artist_refs(names: &[String]) -> Vec<Node> {
+/// OpenSubsonic `ArtistID3` references (id and name) of `names`;
+/// `known` is a name whose id is at hand (a song's album artist and its
+/// [`Song::artist_id`]), which saves hashing it again.
+fn artist_refs(names: &[String], known: Option<(&str, &str)>) -> Vec<Node> {
     names
         .iter()
         .map(|name| {
-            Node::new("artist")
-                .s("id", artist_id(name))
-                .s("name", name.clone())
+            let id = match known {
+                Some((k, id)) if k == name => id.to_owned(),
+                _ => artist_id(name),
+            };
+            Node::sized("artist", 2)
+                .s("id", id)
+                .s("name", name.as_str())
         })
         .collect()
 }
@@ -110,10 +143,17 @@ fn item_date(name: &'static str, date: &str) -> Option<Node> {
     )
 }
 
+/// Attributes and lists of a song node at most, so it is allocated once.
+const SONG_FIELDS: usize = 48;
+/// Attributes and lists of an album node at most.
+const ALBUM_FIELDS: usize = 28;
+/// Attributes and lists of an artist node at most (its albums included).
+const ARTIST_FIELDS: usize = 8;
+
 /// A song as a Subsonic `Child`, with the OpenSubsonic fields.
 pub(crate) fn song_node(s: &Song, marks: &impl Marks) -> Node {
     let id = s.id.to_string();
-    let n = Node::new("song")
+    let n = Node::sized("song", SONG_FIELDS)
         .s("id", id.clone())
         .s("parent", s.album_id.clone())
         .b("isDir", false)
@@ -158,6 +198,7 @@ pub(crate) fn song_node(s: &Song, marks: &impl Marks) -> Node {
             (!s.composers.is_empty()).then(|| s.composers.join(", ")),
         );
     let rg = &s.replay_gain;
+    let known = Some((s.album_artist.as_str(), s.artist_id.as_str()));
     let contributors = s
         .composers
         .iter()
@@ -171,8 +212,8 @@ pub(crate) fn song_node(s: &Song, marks: &impl Marks) -> Node {
         .collect();
     n.strs("isrc", s.isrc.clone())
         .list("genres", genre_nodes(&s.genres))
-        .list("artists", artist_refs(&s.artists))
-        .list("albumArtists", artist_refs(&s.album_artists))
+        .list("artists", artist_refs(&s.artists, known))
+        .list("albumArtists", artist_refs(&s.album_artists, known))
         .list("contributors", contributors)
         .strs("moods", s.moods.clone())
         .child(
@@ -186,7 +227,7 @@ pub(crate) fn song_node(s: &Song, marks: &impl Marks) -> Node {
 
 /// An album as a Subsonic `AlbumID3`, with the OpenSubsonic fields.
 pub(crate) fn album_node(a: &Album, marks: &impl Marks) -> Node {
-    let n = Node::new("album")
+    let n = Node::sized("album", ALBUM_FIELDS)
         .s("id", a.id.clone())
         .s("name", a.name.clone())
         .s("title", a.name.clone())
@@ -228,7 +269,7 @@ pub(crate) fn album_node(a: &Album, marks: &impl Marks) -> Node {
         .map(|(disc, title)| Node::new("disc").i("disc", *disc).s("title", title.clone()))
         .collect();
     n.list("genres", genre_nodes(&a.genres))
-        .list("artists", artist_refs(&a.artists))
+        .list("artists", artist_refs(&a.artists, None))
         .list("recordLabels", labels)
         .strs("moods", a.moods.clone())
         .strs("releaseTypes", a.release_types.clone())
@@ -237,7 +278,7 @@ pub(crate) fn album_node(a: &Album, marks: &impl Marks) -> Node {
 
 /// An artist as a Subsonic `ArtistID3`, with the OpenSubsonic fields.
 pub(crate) fn artist_node(cat: &Catalog, a: &Artist, marks: &impl Marks) -> Node {
-    let n = Node::new("artist")
+    let n = Node::sized("artist", ARTIST_FIELDS)
         .s("id", a.id.clone())
         .s("name", a.name.clone())
         .i("albumCount", a.albums.len() as i64);
@@ -301,15 +342,24 @@ pub(crate) fn index_letter(name: &str) -> String {
     }
 }
 
-/// Artists (indexes into the catalog) under their index letter.
-type Groups = Vec<(String, Vec<usize>)>;
-
-fn grouped(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Groups), Fail> {
+/// The artists `scope` sees under their index letters, cached per
+/// catalog and access ([`super::views::Views::artist_groups`]).
+fn grouped(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Arc<ArtistGroups>), Fail> {
     let scope = c.scope()?;
     let cat = c.cat();
-    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    let groups = c
+        .state
+        .subsonic_views
+        .of(&cat)
+        .artist_groups(&scope, |cat| group_artists(cat, &scope));
+    Ok((cat, scope, groups))
+}
+
+/// The artists `scope` sees, in catalog order, under their index letters.
+fn group_artists(cat: &Catalog, scope: &Access) -> ArtistGroups {
+    let mut groups: ArtistGroups = Vec::new();
     for (n, a) in cat.artists.iter().enumerate() {
-        if !scope.sees_artist(&cat, a) {
+        if !scope.sees_artist(cat, a) {
             continue;
         }
         let l = index_letter(&a.sort_name);
@@ -318,16 +368,22 @@ fn grouped(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Groups), Fail> {
             _ => groups.push((l, vec![n])),
         }
     }
-    Ok((cat, scope, groups))
+    groups
 }
 
 /// The `index` nodes of `groups`, each artist drawn by `artist`.
-fn index_nodes(cat: &Catalog, groups: Groups, artist: impl Fn(&Artist) -> Node) -> Vec<Node> {
+fn index_nodes(
+    cat: &Catalog,
+    groups: &ArtistGroups,
+    artist: impl Fn(&Artist) -> Node,
+) -> Vec<Node> {
     groups
-        .into_iter()
+        .iter()
         .map(|(l, v)| {
             let artists = v.iter().map(|&n| artist(&cat.artists[n])).collect();
-            Node::new("index").s("name", l).list("artist", artists)
+            Node::new("index")
+                .s("name", l.as_str())
+                .list("artist", artists)
         })
         .collect()
 }
@@ -335,7 +391,7 @@ fn index_nodes(cat: &Catalog, groups: Groups, artist: impl Fn(&Artist) -> Node) 
 pub(crate) fn artists(c: &mut Ctx) -> SyncResult {
     let (cat, scope, groups) = grouped(c)?;
     let marks = marks(c);
-    let idx = index_nodes(&cat, groups, |a| {
+    let idx = index_nodes(&cat, &groups, |a| {
         artist_node(&cat, &scope.artist_view(&cat, a), &marks)
     });
     Ok(Some(
@@ -512,6 +568,32 @@ mod tests {
         assert_eq!(j["genres"], serde_json::json!([{"name": "Rock"}]));
         assert_eq!(j["userRating"], 4);
         assert_eq!(j["sortName"], "Both");
+    }
+
+    #[tokio::test]
+    async fn a_first_song_rating_shows_in_the_next_answer_after_an_unrated_one() {
+        let k = crate::subsonic::testkit::Kit::new();
+        let (a, b) = (k.songs[0].clone(), k.songs[1].clone());
+        // The catalog's views now remember that ann rated no song.
+        let r = k.api("ann", "getSong", &[("id", &a)]).await;
+        assert!(r["song"].get("userRating").is_none(), "{r}");
+        k.ok("ann", "setRating", &[("id", &a), ("rating", "4")])
+            .await;
+        let r = k.api("ann", "getSong", &[("id", &a)]).await;
+        assert_eq!(r["song"]["userRating"], 4, "{r}");
+        // A changed value keeps the library's size: still read live.
+        k.ok("ann", "setRating", &[("id", &a), ("rating", "2")])
+            .await;
+        k.ok("ann", "setRating", &[("id", &b), ("rating", "5")])
+            .await;
+        let r = k.api("ann", "getSong", &[("id", &a)]).await;
+        assert_eq!(r["song"]["userRating"], 2, "{r}");
+        let r = k.api("bob", "getSong", &[("id", &b)]).await;
+        assert!(r["song"].get("userRating").is_none(), "per user: {r}");
+        k.ok("ann", "setRating", &[("id", &a), ("rating", "0")])
+            .await;
+        let r = k.api("ann", "getSong", &[("id", &a)]).await;
+        assert!(r["song"].get("userRating").is_none(), "0 removes: {r}");
     }
 
     #[test]

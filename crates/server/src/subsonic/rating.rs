@@ -56,8 +56,49 @@ pub fn user_rating(state: &AppState, user: &str, id: &str) -> Option<i64> {
 /// [`user_rating`] of a song by entry id, under a read lock the caller
 /// holds already (to rate many songs in one go).
 pub(crate) fn song_rating(lib: &spindle_store::Library, user: &str, entry: u32) -> Option<i64> {
-    let pref = SourcePref::from_patterns([rating_source(user)]);
-    lib.get(entry, RATING_KEY, &pref)
+    rating_under(
+        lib,
+        &SourcePref::from_patterns([rating_source(user)]),
+        entry,
+    )
+}
+
+/// One user's song ratings for the songs of one answer: the source
+/// preference is made once per answer, not once per song.
+pub(crate) struct SongRatings {
+    db: std::sync::Arc<spindle_store::Db>,
+    pref: SourcePref,
+}
+
+impl SongRatings {
+    pub(crate) fn read(state: &AppState, user: &str) -> SongRatings {
+        SongRatings {
+            db: state.db.clone(),
+            pref: SourcePref::from_patterns([rating_source(user)]),
+        }
+    }
+
+    /// Whether any value in the library comes from a source these ratings
+    /// are read from: when none does, every song is unrated. One read of
+    /// every entry, so callers keep the answer per catalog
+    /// ([`super::views::Views::has_song_ratings`]).
+    pub(crate) fn any(&self) -> bool {
+        self.db
+            .read()
+            .source_names()
+            .iter()
+            .any(|name| self.pref.priority(name).is_some())
+    }
+
+    /// The rating of one song (one short read lock).
+    pub(crate) fn get(&self, entry: u32) -> Option<i64> {
+        rating_under(&self.db.read(), &self.pref, entry)
+    }
+}
+
+/// The rating of `entry` from the best source of `pref`, if it is 1–5.
+fn rating_under(lib: &spindle_store::Library, pref: &SourcePref, entry: u32) -> Option<i64> {
+    lib.get(entry, RATING_KEY, pref)
         .into_iter()
         .find_map(|v| match v {
             ValueRef::Int(i) if (1..=MAX_RATING).contains(&i) => Some(i),

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use memchr::memmem;
 
+use super::access::Access;
 use super::folders::Tree;
 use crate::catalog::Catalog;
 use crate::state::lock;
@@ -266,6 +267,19 @@ impl Text {
     }
 }
 
+/// Artists (indexes into [`Catalog::artists`]) under their index letter,
+/// in catalog order: what `getArtists` shows.
+pub(crate) type ArtistGroups = Vec<(String, Vec<usize>)>;
+
+/// How many folder accesses one catalog keeps artist groups for (users
+/// granted different folders see different artists); past it, the
+/// oldest is dropped.
+pub const MAX_ARTIST_GROUPINGS: usize = 16;
+
+/// How many users' [`Views::has_song_ratings`] one catalog remembers;
+/// past it, it forgets them all and asks again.
+pub const MAX_RATERS_KNOWN: usize = 4096;
+
 /// The views of one catalog, each built on first use.
 #[derive(Debug)]
 pub(crate) struct Views {
@@ -276,9 +290,55 @@ pub(crate) struct Views {
     text: Arc<OnceLock<Text>>,
     tree: Arc<OnceLock<Tree>>,
     playlists: Arc<OnceLock<Vec<crate::m3u::Found>>>,
+    /// Artist groups by folder access, of this catalog only (they
+    /// depend on sort names, which [`fingerprint`] does not see).
+    artist_groups: Mutex<Vec<(Access, Arc<ArtistGroups>)>>,
+    /// By user: whether the library held any song rating of theirs when
+    /// first asked for this catalog. Adding a user's first rating adds a
+    /// property, so the library's stamp changes and the next request gets
+    /// a new catalog with new views (`crate::music`); so a `false` here
+    /// is never stale. Of this catalog only.
+    raters: Mutex<HashMap<String, bool>>,
 }
 
 impl Views {
+    /// Whether `user` has song ratings; `check` reads the library the
+    /// first time for this catalog.
+    pub fn has_song_ratings(&self, user: &str, check: impl FnOnce() -> bool) -> bool {
+        if let Some(&known) = lock(&self.raters).get(user) {
+            return known;
+        }
+        let known = check();
+        let mut all = lock(&self.raters);
+        if all.len() >= MAX_RATERS_KNOWN {
+            all.clear();
+        }
+        all.insert(user.to_owned(), known);
+        known
+    }
+
+    /// The artist groups `access` sees, built by `build` on first use.
+    pub fn artist_groups(
+        &self,
+        access: &Access,
+        build: impl FnOnce(&Catalog) -> ArtistGroups,
+    ) -> Arc<ArtistGroups> {
+        if let Some((_, g)) = lock(&self.artist_groups).iter().find(|(a, _)| a == access) {
+            return g.clone();
+        }
+        // Built outside the lock: a second request for the same access
+        // builds the same groups at worst.
+        let g = Arc::new(build(&self.cat));
+        let mut all = lock(&self.artist_groups);
+        if !all.iter().any(|(a, _)| a == access) {
+            if all.len() >= MAX_ARTIST_GROUPINGS {
+                all.remove(0);
+            }
+            all.push((access.clone(), g.clone()));
+        }
+        g
+    }
+
     pub fn orders(&self) -> &Orders {
         self.orders.get_or_init(|| orders(&self.cat))
     }
@@ -326,6 +386,8 @@ impl ViewCache {
                 tree: v.tree.clone(),
                 // New playlist files show up at the next rebuild.
                 playlists: Arc::default(),
+                artist_groups: Mutex::default(),
+                raters: Mutex::default(),
             }),
             _ => Arc::new(Views {
                 cat: cat.clone(),
@@ -334,6 +396,8 @@ impl ViewCache {
                 text: Arc::default(),
                 tree: Arc::default(),
                 playlists: Arc::default(),
+                artist_groups: Mutex::default(),
+                raters: Mutex::default(),
             }),
         };
         *last = Some(v.clone());

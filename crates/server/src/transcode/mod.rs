@@ -5,7 +5,7 @@
 //! configuration, the cache's keys and layout, and the limits.
 //!
 //! - [`plan`]: whether a request is transcoded, and to what (pure).
-//! - [`format`]: the output formats and their ffmpeg options.
+//! - [`format`](mod@format): the output formats and their ffmpeg options.
 //! - [`config`]: the `[transcode]` section and its rules.
 //! - [`gate`]: the encode slots and their fair queue.
 //! - [`ffmpeg`]: one encode, its pump to the client and its tee.

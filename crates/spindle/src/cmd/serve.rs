@@ -34,43 +34,43 @@ pub struct ServeArgs {
     /// print-default` prints a documented one.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// A music folder to serve (repeatable). [server] music
+    /// A music folder to serve (repeatable). (settings file: server.music)
     #[arg(long, value_name = "DIR")]
     pub music: Vec<PathBuf>,
-    /// Address to listen on [default: 127.0.0.1:4533]. [server] listen
+    /// Address to listen on [default: 127.0.0.1:4533]. (settings file: server.listen)
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
     /// How streams read files: tokio, psync, uring or uring-sqpoll
     /// (io_uring falls back to psync where it is unavailable) [default:
-    /// uring]. [server] io_engine
+    /// uring]. (settings file: server.io_engine)
     #[arg(long, value_name = "ENGINE")]
     pub io_engine: Option<String>,
     /// The most a connection keeps queued in the kernel beyond what the
     /// client's TCP window takes, in KiB (TCP_NOTSENT_LOWAT); 0 leaves the
     /// kernel's default [default: 128]. The cap keeps thousands of slow
-    /// listeners from exhausting TCP memory. [server] send_queue
+    /// listeners from exhausting TCP memory. (settings file: server.send_queue)
     #[arg(long, value_name = "KIB")]
     pub send_queue_kib: Option<u32>,
     /// The log on stderr: text (`spindle: …` lines) or json (one object per
     /// line) [default: text]. SPINDLE_LOG (else RUST_LOG) filters it, e.g.
-    /// `debug` or `info,spindle_tiers=debug`; the default is info. [log] format
+    /// `debug` or `info,spindle_tiers=debug`; the default is info. (settings file: log.format)
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
-    /// Serve every route under this URL path, e.g. /music. [server] base_path
+    /// Serve every route under this URL path, e.g. /music. (settings file: server.base_path)
     #[arg(long, value_name = "PATH")]
     pub base_path: Option<String>,
-    /// The URL clients reach the server by, e.g.
-    /// https://example.org/music. [server] public_url
+    /// The URL clients reach the server by, e.g. `https://example.org/music`.
+    /// (settings file: server.public_url)
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
-    /// PEM certificate chain: serve HTTPS (with --tls-key). [tls] cert
+    /// PEM certificate chain: serve HTTPS (with --tls-key). (settings file: tls.cert)
     #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
-    /// PEM private key of --tls-cert. [tls] key
+    /// PEM private key of --tls-cert. (settings file: tls.key)
     #[arg(long, value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
     /// A reverse proxy whose X-Forwarded-*/Forwarded headers are believed:
-    /// an address or CIDR block (repeatable). [proxy] trusted
+    /// an address or CIDR block (repeatable). (settings file: proxy.trusted)
     #[arg(long, value_name = "ADDR")]
     pub trusted_proxy: Vec<String>,
 }
