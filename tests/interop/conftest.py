@@ -3,6 +3,7 @@ dir, and makes a user, an API key and a ListenBrainz token with the CLI.
 
 SPINDLE_BIN names the binary (default: target/release/spindle)."""
 
+import contextlib
 import os
 import re
 import subprocess
@@ -60,3 +61,40 @@ def server():
 
 def now():
     return int(time.time())
+
+
+class MusicServer:
+    """A running `spindle serve --music DIR`: host, port, base URL, the
+    music folder and data dir (as given)."""
+
+
+@contextlib.contextmanager
+def music_server(music, password, users=("ann",), data_dir=None):
+    """Starts `spindle serve --music MUSIC` on a free loopback port with a
+    fresh data dir (or DATA_DIR), adds `users` with `password` through the
+    CLI while it runs (the first one administers the server), yields a
+    MusicServer, and stops the server afterwards."""
+    with contextlib.ExitStack() as stack:
+        if data_dir is None:
+            data_dir = stack.enter_context(tempfile.TemporaryDirectory())
+        proc = subprocess.Popen(
+            [BIN, "--data-dir", data_dir, "serve", "--listen", "127.0.0.1:0", "--music", music],
+            stdout=subprocess.PIPE, text=True,
+        )
+        try:
+            url = None
+            for _ in range(5):
+                url = re.search(r"serving http://([0-9.]+):(\d+)/", proc.stdout.readline())
+                if url:
+                    break
+            assert url, "the server printed no URL"
+            for user in users:
+                cli(data_dir, "user", "add", user, stdin=password + "\n")
+            s = MusicServer()
+            s.host, s.port = url.group(1), int(url.group(2))
+            s.base = f"http://{s.host}:{s.port}"
+            s.music, s.data_dir = music, data_dir
+            yield s
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import cli, music_server
+
 if not os.environ.get("SPINDLE_SUBSONIC_TESTS"):
     pytest.skip("run by scripts/ci.d/80-server.sh (set SPINDLE_SUBSONIC_TESTS=1)",
                 allow_module_level=True)
@@ -129,43 +131,15 @@ def make_corpus(music):
     return files
 
 
-def cli(data_dir, *args, stdin=None):
-    return subprocess.run(
-        [BIN, "--data-dir", data_dir, *args],
-        input=stdin, capture_output=True, text=True, check=True,
-    ).stdout
-
-
-class Srv:
-    pass
 
 
 @pytest.fixture(scope="module")
 def srv():
-    with tempfile.TemporaryDirectory() as data_dir, tempfile.TemporaryDirectory() as music:
+    with tempfile.TemporaryDirectory() as music:
         files = make_corpus(music)
-        proc = subprocess.Popen(
-            [BIN, "--data-dir", data_dir, "serve", "--listen", "127.0.0.1:0", "--music", music],
-            stdout=subprocess.PIPE, text=True,
-        )
-        try:
-            url = None
-            for _ in range(5):
-                line = proc.stdout.readline()
-                m = re.search(r"serving http://([0-9.]+):(\d+)/", line)
-                if m:
-                    url = m
-                    break
-            assert url, "the server printed no URL"
-            cli(data_dir, "user", "add", "ann", stdin=PASSWORD + "\n")
-            s = Srv()
-            s.host, s.port = url.group(1), int(url.group(2))
-            s.base = f"http://{s.host}:{s.port}"
+        with music_server(music, PASSWORD) as s:
             s.files = files
             yield s
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
 
 
 def conn_call(s, fn):

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import cli, music_server
+
 if not os.environ.get("SPINDLE_SUBSONIC_TESTS"):
     pytest.skip("run by scripts/ci.d/80-server.sh (set SPINDLE_SUBSONIC_TESTS=1)",
                 allow_module_level=True)
@@ -57,50 +59,21 @@ def make_track(music, artist, album, title, nr, hz):
     return p
 
 
-def cli(data_dir, *args, stdin=None):
-    return subprocess.run(
-        [BIN, "--data-dir", data_dir, *args],
-        input=stdin, capture_output=True, text=True, check=True,
-    ).stdout
-
-
-class Srv:
-    pass
 
 
 @pytest.fixture(scope="module")
 def srv():
     if not shutil.which("sox"):
         pytest.skip("sox is not installed")
-    with tempfile.TemporaryDirectory() as data_dir, tempfile.TemporaryDirectory() as music:
+    with tempfile.TemporaryDirectory() as music:
         for t in TRACKS:
             make_track(music, *t)
-        proc = subprocess.Popen(
-            [BIN, "--data-dir", data_dir, "serve", "--listen", "127.0.0.1:0", "--music", music],
-            stdout=subprocess.PIPE, text=True,
-        )
-        try:
-            url = None
-            for _ in range(5):
-                m = re.search(r"serving http://([0-9.]+):(\d+)/", proc.stdout.readline())
-                if m:
-                    url = m
-                    break
-            assert url, "the server printed no URL"
-            # The first user made administers the server.
-            cli(data_dir, "user", "add", "ann", stdin=PASSWORD + "\n")
-            cli(data_dir, "user", "add", "bob", stdin=PASSWORD + "\n")
-            s = Srv()
-            s.host, s.port = url.group(1), int(url.group(2))
-            s.base = f"http://{s.host}:{s.port}"
-            s.music, s.data_dir = music, data_dir
+        # The first user made administers the server.
+        with music_server(music, PASSWORD, users=("ann", "bob")) as s:
             songs = raw_json(s, "search3", query="", songCount=50)["searchResult3"]["song"]
             s.songs = {x["title"]: x["id"] for x in songs}
             s.album = next(x["albumId"] for x in songs if x["album"] == "Long Tones")
             yield s
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
 
 
 def run(coro):
