@@ -24,29 +24,21 @@ use crate::error::{BenchError, Context};
 /// The target for a cold resize of the source to the size, ms.
 pub const TARGET_COLD_MS: f64 = 30.0;
 
-/// What to measure.
-#[derive(Debug, Clone)]
+/// What to measure: the options of `spindle bench covers`.
+#[derive(Debug, Clone, clap::Args)]
 pub struct CoversOptions {
-    /// Timed rounds of each measurement (after one warm-up).
+    /// Timed rounds of each measurement.
+    #[arg(long, default_value_t = 30)]
     pub rounds: usize,
-    /// The source's side, pixels (a square JPEG at quality 90).
+    /// Side of the square source JPEG, pixels.
+    #[arg(long, default_value_t = 3000)]
     pub source: u32,
-    /// The size asked for.
+    /// The cover size asked for, pixels.
+    #[arg(long, default_value_t = 300)]
     pub size: u32,
-    /// Where the music folder and data dir are made (removed after).
+    /// Where to make the music folder (default: the system's temp dir).
+    #[arg(long, default_value_os_t = std::env::temp_dir(), hide_default_value = true)]
     pub dir: PathBuf,
-}
-
-impl CoversOptions {
-    /// 3000 px to 300 px, 30 rounds, under `dir`.
-    pub fn new(dir: PathBuf) -> CoversOptions {
-        CoversOptions {
-            rounds: 30,
-            source: 3000,
-            size: 300,
-            dir,
-        }
-    }
 }
 
 /// Percentiles of one measurement, milliseconds.
@@ -290,8 +282,12 @@ mod tests {
     #[test]
     fn a_small_run_reports_every_measurement() {
         let dir = tempfile::tempdir().unwrap();
-        let mut o = CoversOptions::new(dir.path().to_owned());
-        (o.rounds, o.source, o.size) = (3, 600, 64);
+        let o = CoversOptions {
+            rounds: 3,
+            source: 600,
+            size: 64,
+            dir: dir.path().to_owned(),
+        };
         let r = run_covers(&o).unwrap();
         for m in [r.cold, r.cached, r.full_decode] {
             assert!(m.p50 > 0.0 && m.p99 >= m.p50, "{m:?}");

@@ -22,22 +22,29 @@ use spindle_tiers::{Tiers, TrackRef};
 
 use crate::error::{BenchError, Context};
 
-/// What to run.
-#[derive(Debug, Clone)]
+/// What to run: the options of `spindle tiers bench-devices`.
+#[derive(Debug, Clone, clap::Args)]
 pub struct DevicesOptions {
     /// Stream requests per run.
+    #[arg(long, default_value_t = 4000)]
     pub requests: usize,
     /// Mean arrival rate of stream requests per second (open loop).
+    #[arg(long, default_value_t = 1000.0)]
     pub rate: f64,
     /// Tracks on each device.
+    #[arg(long, default_value_t = 64)]
     pub tracks: usize,
     /// Bytes per track.
+    #[arg(long, default_value_t = 128 * 1024)]
     pub track_bytes: usize,
     /// Service time of the fast device, ms (32 at once).
+    #[arg(long, default_value_t = 0.3)]
     pub fast_ms: f64,
     /// Service time of the slow device, ms (one at a time).
+    #[arg(long, default_value_t = 6.0)]
     pub slow_ms: f64,
     /// Seed of the request sequence.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
 

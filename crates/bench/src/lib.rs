@@ -1,7 +1,9 @@
 //! Spindle's comparison benchmarks: harnesses that run Spindle and a peer
 //! in one run and report ratios (machines are noisy; ratios travel). Each
-//! takes a plain options struct and returns a report whose `render()` is
-//! the Markdown the `spindle bench …` commands print.
+//! takes an options struct and returns a report whose `render()` is the
+//! Markdown the `spindle bench …` commands print. The options structs
+//! derive `clap::Args`: their flags, defaults and help are those commands'
+//! own, so the binary parses straight into them.
 //!
 //! * `bench library`: the seven queries of the library benchmark on a
 //!   generated, realistic library, answered by Spindle's store and by
@@ -36,9 +38,9 @@
 //! processes) and [`spindle`] (the `spindle` binary as a contestant).
 //!
 //! It is *not* a micro-benchmark harness (Criterion benches live beside
-//! the crates they measure) and it does not know the CLI: the binary
-//! passes its own path to start servers and workers ([`spawn_worker`]),
-//! and prints.
+//! the crates they measure), and it neither finds nor runs the binary on
+//! its own: the binary passes its own path to start servers and workers
+//! (the options' `spindle` field, [`spawn_worker`]), and prints.
 //!
 //! ```no_run
 //! use spindle_bench::{run_library, run_worker, LibraryConfig};

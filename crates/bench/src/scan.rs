@@ -13,12 +13,14 @@ use spindle_store::Db;
 use crate::error::{BenchError, Context};
 use crate::proc;
 
-/// What to run.
-#[derive(Debug, Clone)]
+/// What to run: the options of `spindle bench scan`.
+#[derive(Debug, Clone, clap::Args)]
 pub struct ScanBenchOptions {
-    /// Files to generate.
+    /// Number of files to generate.
+    #[arg(long, default_value_t = 10_000)]
     pub files: usize,
-    /// The beet executable (default: `.venv/bin/beet`, else `beet` on PATH).
+    /// The beet executable (default: .venv/bin/beet, else beet on PATH).
+    #[arg(long, env = "SPINDLE_BEET")]
     pub beet: Option<PathBuf>,
 }
 

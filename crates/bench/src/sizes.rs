@@ -9,20 +9,52 @@ use crate::report::LibraryReport;
 use crate::run::{run_library, LibraryConfig, Spawn};
 use crate::worker::{sql_statements, Side, QUERIES};
 
-/// What [`run_library_sizes`] runs.
-#[derive(Debug, Clone, PartialEq)]
+/// What [`run_library_sizes`] runs: the options of `spindle bench library`
+/// (`json`, how to print the reports, is the caller's).
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct LibrarySizes {
-    /// Entries of each library, in order; none may be 0.
+    /// Number of entries to generate.
+    #[arg(long, default_value_t = 10_000)]
+    pub entries: u32,
+    /// Several sizes in one run, e.g. 10000,100000 (overrides --entries).
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
     pub sizes: Vec<u32>,
+    /// Timed rounds of the seven queries (after one warm-up round).
+    #[arg(long, default_value_t = 10)]
     pub rounds: usize,
+    /// Seed of the generated library.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Contestants: spindle, tuned, xmms2.
+    #[arg(long, value_delimiter = ',', default_value = "spindle,tuned,xmms2", value_parser = parse_side)]
     pub sides: Vec<Side>,
-    /// Keep the loaded libraries here (a subfolder per size when there
-    /// are several) to reuse them; else in a temporary folder, removed
-    /// after each size unless its contestants disagreed.
+    /// Keep the loaded libraries in DIR (one subdirectory per size with
+    /// --sizes) and reuse them on the next run with the same size and seed.
+    #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
-    /// Hear the SQL (and query plans) of every SQLite layout.
+    /// Print the reports as JSON instead of Markdown tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Also print the SQL each SQLite layout runs for the seven queries,
+    /// with SQLite's query plans.
+    #[arg(long)]
     pub show_sql: bool,
+}
+
+impl LibrarySizes {
+    /// The sizes to run, in order: `sizes`, or `entries` alone.
+    pub fn each_size(&self) -> Vec<u32> {
+        if self.sizes.is_empty() {
+            vec![self.entries]
+        } else {
+            self.sizes.clone()
+        }
+    }
+}
+
+/// `--sides`: a contestant's name.
+fn parse_side(s: &str) -> Result<Side, String> {
+    Side::parse(s.trim()).ok_or_else(|| format!("unknown contestant '{s}' (spindle, tuned, xmms2)"))
 }
 
 /// What [`run_library_sizes`] tells as it goes.
@@ -47,11 +79,12 @@ pub fn run_library_sizes(
     spawn: &mut Spawn<'_>,
     on: &mut dyn FnMut(SizesEvent<'_>),
 ) -> Result<Vec<LibraryReport>, BenchError> {
-    if o.sizes.contains(&0) {
+    let sizes = o.each_size();
+    if sizes.contains(&0) {
         return Err(BenchError::Options("--entries must be at least 1".into()));
     }
     let mut reports = Vec::new();
-    for &n in &o.sizes {
+    for n in sizes {
         let (work, temporary) = work_dir(o, n);
         let mut cfg = LibraryConfig::new(n, work.clone());
         cfg.rounds = o.rounds;
@@ -98,13 +131,33 @@ mod tests {
 
     fn sizes(sizes: Vec<u32>, keep: Option<PathBuf>) -> LibrarySizes {
         LibrarySizes {
+            entries: 10_000,
             sizes,
             rounds: 1,
             seed: 1,
             sides: vec![Side::Spindle],
             keep,
+            json: false,
             show_sql: false,
         }
+    }
+
+    #[test]
+    fn entries_is_the_one_size_unless_sizes_are_given() {
+        let mut o = sizes(vec![], None);
+        o.entries = 7;
+        assert_eq!(o.each_size(), [7]);
+        o.sizes = vec![5, 6];
+        assert_eq!(o.each_size(), [5, 6]);
+    }
+
+    #[test]
+    fn contestants_are_named_and_an_unknown_one_is_refused() {
+        assert_eq!(parse_side(" tuned"), Ok(Side::Tuned));
+        assert_eq!(
+            parse_side("mysql"),
+            Err("unknown contestant 'mysql' (spindle, tuned, xmms2)".to_owned())
+        );
     }
 
     #[test]

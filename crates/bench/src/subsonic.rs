@@ -32,18 +32,22 @@ const LOAD_BATCH: usize = 5000;
 /// The user the benchmark asks as.
 const USER: &str = "bench";
 
-/// What to run.
-#[derive(Debug, Clone)]
+/// What to run: the options of `spindle bench subsonic`.
+#[derive(Debug, Clone, clap::Args)]
 pub struct SubsonicOptions {
     /// Tracks in the generated library.
+    #[arg(long, default_value_t = 100_000)]
     pub tracks: u32,
-    /// Seed of the generated library.
-    pub seed: u64,
     /// Timed requests per method.
+    #[arg(long, default_value_t = 500)]
     pub requests: usize,
-    /// Keep the data and music folders here (default: a temporary folder,
-    /// removed afterwards).
-    pub dir: Option<PathBuf>,
+    /// Seed of the generated library.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Keep the library and its music folder in DIR and reuse them next
+    /// time (default: a temporary folder, removed afterwards).
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
 }
 
 /// One method's times.
@@ -284,7 +288,7 @@ pub fn run_subsonic(
         ));
     }
     let tmp;
-    let dir = match &opts.dir {
+    let dir = match &opts.keep {
         Some(d) => d.clone(),
         None => {
             tmp = tempfile_dir()?;

@@ -29,42 +29,50 @@ use crate::error::{BenchError, Context};
 use crate::proc;
 use crate::spindle::{cli, Serve};
 
-/// The run's settings.
-#[derive(Debug, Clone)]
+/// The run's settings: the options of `spindle bench transcode`.
+#[derive(Debug, Clone, clap::Args)]
 pub struct TranscodeOptions {
-    /// The `spindle` binary.
+    /// The `spindle` binary (the caller's own path).
+    #[arg(skip)]
     pub spindle: PathBuf,
-    /// The ffmpeg binary, for both sides.
-    pub ffmpeg: PathBuf,
-    /// Where the corpus and the data dir go (removed afterwards).
-    pub dir: PathBuf,
-    /// Files in the corpus, each transcoded once per side.
+    /// Files in the corpus (each transcoded once per side).
+    #[arg(long, default_value_t = 16)]
     pub tracks: usize,
     /// Seconds of audio per file.
-    pub secs: u32,
+    #[arg(long, default_value_t = 60)]
+    pub seconds: u32,
+    /// Output format: mp3, opus, aac, m4a, ogg, flac.
+    #[arg(long, default_value = "opus", value_parser = parse_format)]
     pub format: Format,
-    /// kbit/s.
+    /// Output bitrate, kbit/s.
+    #[arg(long, default_value_t = 128)]
     pub bitrate: u32,
-    /// Encodes at once (Spindle's `max_concurrent` too).
+    /// Encodes at once (default: the number of cores).
+    #[arg(long, default_value_t = cores(), hide_default_value = true)]
     pub parallel: usize,
-    /// Requests of the time-to-first-byte measurements.
+    /// Requests of each time-to-first-byte measurement.
+    #[arg(long, default_value_t = 8)]
     pub ttfb_rounds: usize,
+    /// The ffmpeg binary.
+    #[arg(long, default_value = "ffmpeg")]
+    pub ffmpeg: PathBuf,
+    /// Where to make the corpus (default: the system's temp dir).
+    #[arg(long, default_value_os_t = std::env::temp_dir(), hide_default_value = true)]
+    pub dir: PathBuf,
 }
 
-impl TranscodeOptions {
-    pub fn new(spindle: PathBuf, dir: PathBuf) -> TranscodeOptions {
-        TranscodeOptions {
-            spindle,
-            ffmpeg: PathBuf::from("ffmpeg"),
-            dir,
-            tracks: 16,
-            secs: 60,
-            format: Format::Opus,
-            bitrate: 128,
-            parallel: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            ttfb_rounds: 8,
-        }
+/// `--format`: a format to transcode to (`raw` is none).
+fn parse_format(s: &str) -> Result<Format, String> {
+    match Format::parse(s) {
+        Ok(Some(f)) => Ok(f),
+        Ok(None) => Err("raw is no transcode: name a format to transcode to".into()),
+        Err(e) => Err(e.to_string()),
     }
+}
+
+/// The default of `--parallel`: the number of cores (2 where unknown).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 /// One side's throughput.
@@ -160,7 +168,7 @@ pub fn run_transcode(
     o: &TranscodeOptions,
     log: &mut dyn FnMut(&str),
 ) -> Result<TranscodeReport, BenchError> {
-    if o.tracks == 0 || o.secs == 0 || o.parallel == 0 {
+    if o.tracks == 0 || o.seconds == 0 || o.parallel == 0 {
         return Err(BenchError::Options(
             "tracks, seconds and parallel must be at least 1".into(),
         ));
@@ -182,12 +190,19 @@ fn run_in(
     music: &Path,
     log: &mut dyn FnMut(&str),
 ) -> Result<TranscodeReport, BenchError> {
-    log(&format!("making {} FLAC files of {} s", o.tracks, o.secs));
+    log(&format!(
+        "making {} FLAC files of {} s",
+        o.tracks, o.seconds
+    ));
     let files: Vec<PathBuf> = (0..o.tracks)
         .map(|n| music.join(format!("t{n:03}.flac")))
         .collect();
     for (n, f) in files.iter().enumerate() {
-        let src = format!("anoisesrc=d={}:c=pink:r=44100:a=0.3:seed={}", o.secs, n + 1);
+        let src = format!(
+            "anoisesrc=d={}:c=pink:r=44100:a=0.3:seed={}",
+            o.seconds,
+            n + 1
+        );
         let st = Command::new(&o.ffmpeg)
             .args([
                 "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", &src, "-ac", "2",
@@ -219,13 +234,13 @@ fn run_in(
     };
     let mut rep = TranscodeReport {
         tracks: o.tracks,
-        secs: o.secs,
+        secs: o.seconds,
         format: o.format.name().to_owned(),
         bitrate: o.bitrate,
         parallel: o.parallel,
         ..TranscodeReport::default()
     };
-    let audio_min = (o.tracks as f64) * f64::from(o.secs) / 60.0;
+    let audio_min = (o.tracks as f64) * f64::from(o.seconds) / 60.0;
 
     log("ffmpeg alone");
     let me = std::process::id();
@@ -550,4 +565,19 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_format_flag_takes_a_format_and_refuses_raw_and_unknown_names() {
+        assert_eq!(parse_format("Opus"), Ok(Format::Opus));
+        assert_eq!(
+            parse_format("raw"),
+            Err("raw is no transcode: name a format to transcode to".to_owned())
+        );
+        assert!(parse_format("wav").unwrap_err().contains("unknown format"));
+    }
 }

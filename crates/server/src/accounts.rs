@@ -169,6 +169,27 @@ impl Roles {
             self
         }
     }
+
+    /// The roles in force in a few words, as `spindle user list` shows
+    /// them: `admin`, or `user (stream, download, …)`.
+    pub fn summary(self) -> String {
+        let r = self.effective();
+        if r.admin {
+            return "admin".into();
+        }
+        let named = [
+            ("stream", r.stream),
+            ("download", r.download),
+            ("playlist", r.playlist),
+            ("rate", r.comment),
+            ("share", r.share),
+            ("upload", r.upload),
+            ("settings", r.settings),
+            ("covers", r.cover_art),
+        ];
+        let on: Vec<&str> = named.iter().filter(|(_, b)| *b).map(|(n, _)| *n).collect();
+        format!("user ({})", on.join(", "))
+    }
 }
 
 /// A user as the admin API reads and writes it.
@@ -730,12 +751,22 @@ impl Accounts {
             return Ok(t);
         }
         let fresh = random_hex();
+        self.change_user(name, |u| u.token.get_or_insert(fresh).clone())
+    }
+
+    /// [`Accounts::change`] of one user's record: `f`'s answer, or
+    /// [`AccountError::NoSuchUser`] when there is no such user.
+    fn change_user<T>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut User) -> T,
+    ) -> Result<T, AccountError> {
         self.change(|d| {
             let u = d
                 .users
                 .get_mut(name)
                 .ok_or_else(|| AccountError::NoSuchUser(name.into()))?;
-            Ok(u.token.get_or_insert(fresh).clone())
+            Ok(f(u))
         })
     }
 
@@ -838,6 +869,29 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_roles_summary_names_the_roles_in_force() {
+        assert_eq!(
+            Roles::default().summary(),
+            "user (stream, download, playlist, rate, settings, covers)"
+        );
+        let admin = Roles {
+            admin: true,
+            ..Roles::default()
+        };
+        assert_eq!(admin.summary(), "admin");
+        let none = Roles {
+            settings: false,
+            download: false,
+            playlist: false,
+            cover_art: false,
+            comment: false,
+            stream: false,
+            ..Roles::default()
+        };
+        assert_eq!(none.summary(), "user ()");
+    }
 
     #[test]
     fn the_accounts_folder_is_made_private_whatever_the_umask() {

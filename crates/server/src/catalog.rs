@@ -752,40 +752,25 @@ fn file_stem(p: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::subsonic::views::testlib::library_of;
     use spindle_query::Value;
-    use spindle_store::{Db, Op};
 
     /// A catalog of entries given as (path below /music, [(key, value)]),
     /// every tag from `plugin/vorbis`.
     fn catalog(entries: &[(&str, &[(&str, &str)])]) -> Catalog {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(dir.path()).unwrap();
-        let mut ops = Vec::new();
-        for (n, (path, props)) in entries.iter().enumerate() {
-            let id = n as u32 + 1;
-            ops.push(Op::CreateEntry(id));
-            let mut add = |key: &str, source: &str, value: Value| {
-                ops.push(Op::AddProp {
-                    entry: id,
-                    key: key.into(),
-                    source: source.into(),
-                    value,
-                })
-            };
-            add(
-                "url",
-                "plugin/scan",
-                Value::Str(format!("file:///music/{path}")),
-            );
-            for (k, v) in props.iter() {
+        let (_dir, db) = library_of(entries.iter().map(|(path, props)| {
+            let url = Value::Str(format!("file:///music/{path}"));
+            let tags = props.iter().map(|&(k, v)| {
                 let value = match v.parse::<i64>() {
                     Ok(i) if !k.starts_with("replaygain") => Value::Int(i),
-                    _ => Value::Str((*v).into()),
+                    _ => Value::Str(v.into()),
                 };
-                add(k, "plugin/vorbis", value);
-            }
-        }
-        db.commit(ops).unwrap();
+                (k, "plugin/vorbis", value)
+            });
+            std::iter::once(("url", "plugin/scan", url))
+                .chain(tags)
+                .collect()
+        }));
         let lib = db.read();
         Catalog::build(&lib, &[PathBuf::from("/music")])
     }

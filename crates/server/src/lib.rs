@@ -39,6 +39,7 @@
 pub mod accounts;
 pub mod auth_guard;
 pub mod backup;
+mod banner;
 pub mod body;
 pub mod catalog;
 pub mod chart_svg;
@@ -63,6 +64,7 @@ pub mod scrobble;
 mod server;
 pub mod settings;
 pub mod share;
+mod shutdown;
 pub mod similar;
 mod state;
 pub mod stream;
@@ -83,6 +85,7 @@ use std::future::Future;
 pub use accounts::{AccountError, Accounts};
 pub use music::{Music, MusicError};
 pub use server::{OpenError, Opened, Server, ServerConfig};
+pub use shutdown::shutdown_signal;
 pub use state::{
     AppState, Clock, Config, ManualClock, NowPlaying, SystemClock, DEFAULT_SEND_QUEUE,
 };

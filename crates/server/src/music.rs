@@ -570,6 +570,16 @@ mod tests {
         })
     }
 
+    /// The library of [`ROWS`] (kept while the guard lives) and a
+    /// [`music`] over it through `probe`, its refresher started.
+    fn started(probe: &Arc<Probe>, ttl: Duration) -> (tempfile::TempDir, Arc<Db>, Arc<Music>) {
+        let (dir, db) = testlib::library(ROWS);
+        let db = Arc::new(db);
+        let m = Arc::new(music(probe, ttl));
+        m.start_refresher(db.clone());
+        (dir, db, m)
+    }
+
     /// Sets entry 2's play count (the linker's delete-and-add: the
     /// library's counts stay the same).
     fn play(db: &Db, plays: i64) {
@@ -604,11 +614,8 @@ mod tests {
 
     #[test]
     fn a_request_during_a_rebuild_gets_the_old_catalog_at_once_and_the_change_after_the_swap() {
-        let (_dir, db) = testlib::library(ROWS);
-        let db = Arc::new(db);
         let probe = probe();
-        let m = Arc::new(music(&probe, Duration::ZERO));
-        m.start_refresher(db.clone());
+        let (_dir, db, m) = started(&probe, Duration::ZERO);
         assert_eq!(plays(&m.catalog(&db)), 0);
         play(&db, 7);
         let (entered_tx, entered) = mpsc::channel();
@@ -629,14 +636,11 @@ mod tests {
 
     #[test]
     fn the_first_request_waits_for_the_first_build_and_builds_no_second() {
-        let (_dir, db) = testlib::library(ROWS);
-        let db = Arc::new(db);
         let probe = probe();
         let (entered_tx, entered) = mpsc::channel();
         let (release, release_rx) = mpsc::channel();
         *lock(&probe.hold) = Some((entered_tx, release_rx));
-        let m = Arc::new(music(&probe, CATALOG_TTL));
-        m.start_refresher(db.clone());
+        let (_dir, db, m) = started(&probe, CATALOG_TTL);
         entered.recv_timeout(PATIENCE).unwrap();
         let (tx, rx) = mpsc::channel();
         let (m2, db2) = (m.clone(), db.clone());
@@ -649,11 +653,8 @@ mod tests {
 
     #[test]
     fn an_unchanged_library_is_never_rebuilt() {
-        let (_dir, db) = testlib::library(ROWS);
-        let db = Arc::new(db);
         let probe = probe();
-        let m = music(&probe, Duration::ZERO);
-        m.start_refresher(db.clone());
+        let (_dir, db, m) = started(&probe, Duration::ZERO);
         m.catalog(&db);
         for _ in 0..50 {
             m.catalog(&db);
@@ -669,11 +670,8 @@ mod tests {
 
     #[test]
     fn new_entries_and_rescans_are_in_the_next_catalog() {
-        let (_dir, db) = testlib::library(ROWS);
-        let db = Arc::new(db);
         let probe = probe();
-        let m = music(&probe, CATALOG_TTL);
-        m.start_refresher(db.clone());
+        let (_dir, db, m) = started(&probe, CATALOG_TTL);
         assert_eq!(m.catalog(&db).songs.len(), 2);
         db.commit(vec![
             Op::CreateEntry(3),
@@ -698,11 +696,8 @@ mod tests {
 
     #[test]
     fn without_the_refresher_a_request_rebuilds_a_changed_library_itself() {
-        let (_dir, db) = testlib::library(ROWS);
-        let db = Arc::new(db);
         let probe = probe();
-        let m = music(&probe, Duration::ZERO);
-        m.start_refresher(db.clone());
+        let (_dir, db, m) = started(&probe, Duration::ZERO);
         m.catalog(&db);
         m.stop_refresher();
         play(&db, 4);

@@ -167,18 +167,24 @@ mod tests {
 
     const NOW: i64 = 1_750_000_000;
 
+    /// A server state over an empty library in `data`, its listens in
+    /// `data/l`, at [`NOW`].
+    fn state(data: &std::path::Path) -> AppState {
+        let (listens, _) = spindle_listens::Listens::open(&data.join("l")).unwrap();
+        AppState::new(
+            Arc::new(Db::open(data.join("lib")).unwrap()),
+            Arc::new(Accounts::open(&data.join("accounts")).unwrap()),
+            Arc::new(listens),
+            Config::default(),
+            Arc::new(ManualClock::new(NOW)),
+        )
+    }
+
     #[test]
     fn a_field_over_its_limit_is_ignored_with_a_message_naming_the_limit() {
         use spindle_listens::limits::*;
         let data = tempfile::tempdir().unwrap();
-        let (listens, _) = spindle_listens::Listens::open(&data.path().join("l")).unwrap();
-        let state = AppState::new(
-            Arc::new(Db::open(data.path().join("lib")).unwrap()),
-            Arc::new(Accounts::open(&data.path().join("accounts")).unwrap()),
-            Arc::new(listens),
-            Config::default(),
-            Arc::new(ManualClock::new(NOW)),
-        );
+        let state = state(data.path());
         type Set = fn(&mut Listen, String);
         let fields: [(&str, usize, Set, u32); 6] = [
             ("artist", MAX_ARTIST, |l, v| l.artist = v, 1),
@@ -208,16 +214,8 @@ mod tests {
     #[tokio::test]
     async fn a_love_with_an_over_long_name_is_refused_before_the_log() {
         let data = tempfile::tempdir().unwrap();
-        let dir = data.path().join("l");
-        let (listens, _) = spindle_listens::Listens::open(&dir).unwrap();
-        let state = AppState::new(
-            Arc::new(Db::open(data.path().join("lib")).unwrap()),
-            Arc::new(Accounts::open(&data.path().join("accounts")).unwrap()),
-            Arc::new(listens),
-            Config::default(),
-            Arc::new(ManualClock::new(NOW)),
-        );
-        let log = dir.join(spindle_listens::LOG_FILE);
+        let state = state(data.path());
+        let log = data.path().join("l").join(spindle_listens::LOG_FILE);
         let before = std::fs::read(&log).unwrap();
         let e = love(&state, "ann".into(), "a".repeat(3 << 19), "t".into(), true)
             .await

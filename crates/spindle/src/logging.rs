@@ -1,15 +1,9 @@
-//! `--log-format`: the flag's values, turned into `spindle_log`'s format
-//! (the subscriber and its formats live in the `spindle-log` crate).
+//! `--log-format`: the flag's values (the server's settings type, which
+//! the settings file's `log.format` reads too), turned into
+//! `spindle_log`'s format (the subscriber and its formats live in the
+//! `spindle-log` crate).
 
-/// How log lines are written.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    /// `spindle: …` lines
-    #[default]
-    Text,
-    /// one JSON object per line
-    Json,
-}
+pub use spindle_server::settings::LogFormat;
 
 /// Installs the process's log: see `spindle_log::init`.
 pub fn init(format: LogFormat, prefix: &'static str) {

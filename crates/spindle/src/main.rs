@@ -11,7 +11,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = <cli::Cli as clap::Parser>::parse();
     let (format, prefix) = match &cli.command {
-        cli::Command::Serve { args } => (cmd::serve::log_format(args), "spindle"),
+        cli::Command::Serve { args } => (args.log_format(), "spindle"),
         cli::Command::Scrobble { .. } => (logging::LogFormat::Text, "spindle scrobble"),
         _ => (logging::LogFormat::Text, "spindle"),
     };

@@ -179,19 +179,24 @@ struct Size(u64);
 
 impl<'de> Deserialize<'de> for Size {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Either {
-            Int(i64),
-            Text(String),
-        }
-        match Either::deserialize(d)? {
-            Either::Int(n) if n >= 0 => Ok(Size(n as u64)),
-            Either::Int(n) => Err(serde::de::Error::custom(format!(
-                "a size cannot be negative ({n})"
-            ))),
-            Either::Text(s) => parse_size(&s).map(Size).map_err(serde::de::Error::custom),
-        }
+        deserialize_size(d).map(Size)
+    }
+}
+
+/// Reads a byte count as the settings files write one: an integer, or a
+/// string [`parse_size`] reads (`"20GiB"`); a negative integer is an
+/// error. The server's settings read their sizes with it too.
+pub fn deserialize_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Int(i64),
+        Text(String),
+    }
+    match Either::deserialize(d)? {
+        Either::Int(n) => u64::try_from(n)
+            .map_err(|_| serde::de::Error::custom(format!("a size cannot be negative ({n})"))),
+        Either::Text(s) => parse_size(&s).map_err(serde::de::Error::custom),
     }
 }
 

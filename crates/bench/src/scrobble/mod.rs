@@ -23,18 +23,31 @@ use load::{Outcome, Reply};
 
 pub use history::{run_history, HistoryReport};
 
-/// What to run.
-#[derive(Debug, Clone)]
+/// What to run: the options of `spindle bench scrobble`.
+#[derive(Debug, Clone, clap::Args)]
 pub struct ScrobbleOptions {
-    /// The `spindle` binary to start as the server.
+    /// The `spindle` binary to start as the server (the caller's own path).
+    #[arg(skip)]
     pub spindle: PathBuf,
     /// Scrobbles to send Spindle in all.
+    #[arg(long, default_value_t = 100_000)]
     pub scrobbles: usize,
     /// Concurrent clients.
+    #[arg(long, default_value_t = 8)]
     pub clients: usize,
-    /// Scrobbles to send Maloja through each of its APIs.
+    /// Listens in the history the chart query runs over (0 skips it).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub chart_listens: usize,
+    /// Scrobbles to send Maloja through each of its APIs (it is far
+    /// slower; rates are per second, so they compare across counts).
+    #[arg(long, default_value_t = 2_000)]
     pub maloja_scrobbles: usize,
-    /// The maloja executable; `None` skips Maloja.
+    /// Skip Maloja (e.g. in CI).
+    #[arg(long)]
+    pub no_maloja: bool,
+    /// The maloja executable (default: .venv/bin/maloja here or above,
+    /// else maloja on PATH).
+    #[arg(long, env = "SPINDLE_MALOJA")]
     pub maloja: Option<PathBuf>,
 }
 
@@ -129,14 +142,20 @@ pub fn find_maloja(given: Option<&Path>) -> Result<PathBuf, BenchError> {
     })
 }
 
-/// Runs the load against Spindle, then against Maloja if given. `log`
-/// gets a line as each contestant starts.
+/// Runs the load against Spindle, then against Maloja unless
+/// `no_maloja` (found first, by [`find_maloja`]). `log` gets a line as
+/// each contestant starts.
 pub fn run_rates(
     opts: &ScrobbleOptions,
     log: &mut dyn FnMut(&str),
 ) -> Result<RatesReport, BenchError> {
+    let maloja = if opts.no_maloja {
+        None
+    } else {
+        Some(find_maloja(opts.maloja.as_deref())?)
+    };
     let mut rows = vec![spindle_side(opts, log)?];
-    if let Some(exe) = &opts.maloja {
+    if let Some(exe) = &maloja {
         rows.extend(maloja_side(opts, exe, log)?);
     }
     Ok(RatesReport {

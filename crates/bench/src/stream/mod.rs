@@ -30,44 +30,67 @@ pub use tables::{
     ThroughputRow,
 };
 
-/// What to run.
-#[derive(Debug, Clone)]
+/// What to run: the options of `spindle bench stream`
+/// (docs/bench-stream.md).
+#[derive(Debug, Clone, clap::Args)]
 pub struct StreamOptions {
-    /// The `spindle` binary to start as the server.
+    /// The `spindle` binary to start as the server (the caller's own path).
+    #[arg(skip)]
     pub spindle: PathBuf,
     /// Files in the corpus.
+    #[arg(long, default_value_t = 100)]
     pub files: usize,
-    /// Smallest and largest file, in MB.
+    /// Smallest file, in MB.
+    #[arg(long, default_value_t = 3)]
     pub min_mb: u64,
+    /// Largest file, in MB.
+    #[arg(long, default_value_t = 10)]
     pub max_mb: u64,
-    /// Keep the corpus here and reuse it next time (default: a temporary
+    /// Keep the corpus in DIR and reuse it next time (default: a temporary
     /// folder, removed afterwards).
+    #[arg(long, value_name = "DIR")]
     pub corpus: Option<PathBuf>,
     /// Seconds per wrk run.
-    pub duration_secs: u64,
+    #[arg(long, default_value_t = 10)]
+    pub duration: u64,
     /// Concurrent connections, one wrk run per count.
+    #[arg(long, value_delimiter = ',', default_value = "64,1024")]
     pub connections: Vec<usize>,
-    /// Workloads: `whole` (entire files) and `range` (random 64 KiB ranges).
+    /// Workloads: whole (entire files) and range (random 64 KiB ranges).
+    #[arg(long, value_delimiter = ',', default_value = "whole,range")]
     pub workloads: Vec<String>,
-    /// Rounds; the servers take turns within each, the order rotating.
+    /// Rounds; the servers take turns within each round, the order
+    /// rotating from round to round. Medians are reported.
+    #[arg(long, default_value_t = 3)]
     pub rounds: usize,
-    /// Spindle's IO engines, one `spindle serve --io-engine E` each.
+    /// Spindle's IO engines to measure, one `spindle serve --io-engine E`
+    /// each: tokio, psync, uring, uring-sqpoll.
+    #[arg(long, value_delimiter = ',', default_value = spindle_server::stream::DEFAULT_ENGINE)]
     pub io_engines: Vec<String>,
     /// Paced 320 kbit/s listeners held against each server (0 skips the
-    /// listeners test) and for how long.
+    /// listeners test).
+    #[arg(long, default_value_t = 5000)]
     pub listeners: usize,
-    pub listen_secs: u64,
+    /// How long each listener listens, in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub listen_seconds: u64,
     /// Skip the wrk runs (only the listeners test).
+    #[arg(long)]
     pub no_throughput: bool,
     /// Skip nginx (Spindle alone, no ratios).
+    #[arg(long)]
     pub no_nginx: bool,
-    /// The wrk executable (default: `wrk` on PATH).
-    pub wrk: Option<PathBuf>,
-    /// The nginx executable (default: `nginx` on PATH or in /usr/sbin).
-    pub nginx: Option<PathBuf>,
     /// Let servers and load generator run on any CPU.
+    #[arg(long)]
     pub no_pin: bool,
+    /// The nginx executable (default: nginx on PATH or /usr/sbin/nginx).
+    #[arg(long)]
+    pub nginx: Option<PathBuf>,
+    /// The wrk executable (default: wrk on PATH).
+    #[arg(long)]
+    pub wrk: Option<PathBuf>,
     /// Seed of the corpus sizes.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
 
@@ -204,7 +227,7 @@ fn run_in(
         total_bytes: total,
         server_cpus: server_cpus.clone(),
         client_cpus: client_cpus.clone(),
-        duration_secs: opts.duration_secs,
+        duration_secs: opts.duration,
         rounds: opts.rounds,
     }));
     setup.tracks = tracks;
@@ -336,7 +359,7 @@ fn throughput(
                     let si = (k + round) % servers.len();
                     let s = &servers[si];
                     let cpu_before = proc::cpu_secs_of(&s.pids());
-                    let mut o = run(si, &scripts[si][wi], conns, opts.duration_secs)
+                    let mut o = run(si, &scripts[si][wi], conns, opts.duration)
                         .at_with(|| format!("wrk against {}", s.label.name))?;
                     o.server_cpu_s = proc::cpu_secs_of(&s.pids()) - cpu_before;
                     log(&format!(
@@ -385,14 +408,14 @@ fn listeners_test(
     for s in servers {
         log(&format!(
             "== listeners: {} × 320 kbit/s for {} s against {}",
-            opts.listeners, opts.listen_secs, s.label.name
+            opts.listeners, opts.listen_seconds, s.label.name
         ));
         let cpu_before = (proc::cpu_secs_of(&me), proc::cpu_secs_of(&s.pids()));
         let o = listeners::run(
             s.port(),
             &s.paths,
             opts.listeners,
-            opts.listen_secs,
+            opts.listen_seconds,
             &|| s.pids(),
             &setup.client_cpus,
         )?;
@@ -427,7 +450,7 @@ fn listeners_test(
     }
     Ok(ListenersReport {
         listeners: opts.listeners,
-        seconds: opts.listen_secs,
+        seconds: opts.listen_seconds,
         rows,
     })
 }

@@ -3,8 +3,10 @@
 //!
 //! [`run`] takes a [`BenchConfig`] and returns a [`BenchReport`]; the
 //! [`report`] module turns that into a terminal table and advice, and
-//! [`chart`] into an SVG or PNG chart.
+//! [`chart`] into an SVG or PNG chart. [`IobenchArgs`] is the `spindle
+//! iobench` command line, which gives the config.
 
+mod args;
 pub mod chart;
 pub mod device;
 pub mod fio;
@@ -20,6 +22,8 @@ use serde::Serialize;
 
 use crate::engine::{EngineKind, UringPolicy};
 use crate::error::BenchError;
+
+pub use args::IobenchArgs;
 
 /// The access pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

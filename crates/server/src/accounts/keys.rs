@@ -285,14 +285,7 @@ impl Accounts {
     /// working at once.
     pub fn reset_token(&self, name: &str) -> Result<String, AccountError> {
         let fresh = random_hex();
-        self.change(|d| {
-            let u = d
-                .users
-                .get_mut(name)
-                .ok_or_else(|| AccountError::NoSuchUser(name.into()))?;
-            u.token = Some(fresh.clone());
-            Ok(())
-        })?;
+        self.change_user(name, |u| u.token = Some(fresh.clone()))?;
         Ok(fresh)
     }
 

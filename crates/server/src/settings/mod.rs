@@ -12,9 +12,10 @@
 //! `[tiers]` section is `spindle-tiers`'s (`docs/tiers.md`) and checked by
 //! it.
 //!
-//! The binary finds the file and turns its flags into a [`Layer`]; it
-//! calls [`load`] and nothing else here.
+//! `spindle serve`'s flags are [`Flags`] (flags.rs), which find the file
+//! and lay themselves over it and the environment ([`Flags::settings`]).
 
+pub mod flags;
 mod layer;
 mod render;
 pub mod values;
@@ -22,6 +23,7 @@ pub mod values;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use flags::{env_var, settings_path, Flags};
 pub use layer::{KeyDoc, Layer};
 pub use render::{default_file, render};
 pub use values::LogFormat;
@@ -57,6 +59,13 @@ pub enum SettingsError {
     },
     #[error("{0}")]
     Invalid(String),
+    /// A music folder set that is not a folder (a typo, an unmounted
+    /// disk).
+    #[error("music folder {}: not a folder", path.display())]
+    NotAFolder { path: PathBuf },
+    /// A flag of `spindle serve` with a bad value ([`Flags`]).
+    #[error("--{flag}: {message}")]
+    Flag { flag: &'static str, message: String },
     #[error(transparent)]
     Tiers(#[from] spindle_tiers::config::ConfigError),
     #[error(transparent)]
@@ -72,7 +81,8 @@ pub struct Settings {
     /// The data dir, if set anywhere (else the binary's default).
     pub data_dir: Option<PathBuf>,
     pub listen: String,
-    /// Music folders; empty: the binary picks (XDG music folder, demo).
+    /// Music folders; empty: the XDG music folder, else a demo library
+    /// ([`Settings::music_folders`]).
     pub music: Vec<PathBuf>,
     pub engine: ReadEngine,
     pub log_format: LogFormat,
@@ -336,14 +346,10 @@ impl Settings {
     /// Transcodes are cached in `data_dir/transcode-cache` unless the
     /// `[transcode]` section says otherwise.
     pub fn server_config(&self, data_dir: &Path, music: Vec<PathBuf>) -> ServerConfig {
-        let mut http = self.http.clone();
-        if http.transcode.cache_dir.is_none() {
-            http.transcode.cache_dir = Some(data_dir.join(crate::transcode::CACHE_DIR));
-        }
         ServerConfig {
             music,
             engine: self.engine,
-            http,
+            http: crate::transcode::with_cache_under(self.http.clone(), data_dir),
             tiers: self.tiers.clone(),
             tls: self.tls.clone(),
             ..ServerConfig::new(data_dir)

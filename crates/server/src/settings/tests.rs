@@ -7,7 +7,9 @@ fn no_env(_: &str) -> Option<String> {
     None
 }
 
-fn file(text: &str) -> (tempfile::TempDir, PathBuf) {
+/// `text` as a settings file in a temporary folder (kept while the
+/// folder lives).
+pub(super) fn file(text: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("server.toml");
     std::fs::write(&path, text).unwrap();

@@ -16,20 +16,7 @@ pub struct Size(pub u64);
 
 impl<'de> Deserialize<'de> for Size {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Either {
-            Int(i64),
-            Text(String),
-        }
-        match Either::deserialize(d)? {
-            Either::Int(n) => u64::try_from(n)
-                .map(Size)
-                .map_err(|_| serde::de::Error::custom(format!("a size cannot be negative ({n})"))),
-            Either::Text(s) => spindle_tiers::config::parse_size(&s)
-                .map(Size)
-                .map_err(serde::de::Error::custom),
-        }
+        spindle_tiers::config::deserialize_size(d).map(Size)
     }
 }
 
@@ -164,12 +151,15 @@ impl fmt::Display for PublicUrl {
 }
 
 /// How log lines are written: `text` (`spindle: …` lines) or `json` (one
-/// object per line).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+/// object per line). The settings key `log.format` and the flag
+/// `--log-format` (whose help lists the variants' docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
+    /// `spindle: …` lines
     #[default]
     Text,
+    /// one JSON object per line
     Json,
 }
 

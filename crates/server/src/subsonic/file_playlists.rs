@@ -3,11 +3,9 @@
 //! [`crate::m3u::OWNER`], read again on every `getPlaylist` so they follow
 //! their files. Changing or deleting one is refused with error 50.
 
-use super::browse::song_node;
 use super::response::Node;
 use super::{not_found, Ctx, Fail, SyncResult};
 use crate::m3u::{self, Found};
-use crate::time::iso8601;
 
 /// Whether a playlist id names a playlist file.
 pub(crate) fn is_file_id(id: Option<&str>) -> bool {
@@ -38,32 +36,9 @@ fn node(c: &mut Ctx, f: &Found, entries: bool) -> Node {
         .s("comment", "")
         .s("owner", m3u::OWNER)
         .b("public", true)
-        .b("readonly", true)
-        .i("songCount", songs.len() as i64)
-        .i(
-            "duration",
-            songs
-                .iter()
-                .map(|&s| cat.songs[s].duration.unwrap_or(0))
-                .sum(),
-        )
-        .s("created", iso8601(f.changed))
-        .s("changed", iso8601(f.changed));
-    let n = match songs.first() {
-        Some(&s) => n.s("coverArt", cat.songs[s].album_id.clone()),
-        None => n,
-    };
-    if !entries {
-        return n;
-    }
-    let starred = super::browse::marks(c);
-    n.list(
-        "entry",
-        songs
-            .iter()
-            .map(|&s| song_node(&cat.songs[s], &starred))
-            .collect(),
-    )
+        .b("readonly", true);
+    let songs: Vec<_> = songs.iter().map(|&s| &cat.songs[s]).collect();
+    super::user::with_songs(c, n, &songs, (f.changed, f.changed), entries)
 }
 
 /// The playlist files of the music folders the user may see.

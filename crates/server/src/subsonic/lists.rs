@@ -13,7 +13,35 @@ use super::browse::{album_node, artist_node, song_node, UserMarks};
 use super::folders::{album_child, artist_v1};
 use super::response::Node;
 use super::{missing, Ctx, Fail, SyncResult};
-use crate::catalog::Catalog;
+use crate::catalog::{Album, Artist, Catalog};
+
+/// How an answer shows artists and albums: as ID3 tags
+/// (`getAlbumList2`, `getStarred2`, `search3`) or as directories
+/// (`getAlbumList`, `getStarred`, `search2`). Songs are the same in both.
+#[derive(Clone, Copy)]
+pub(crate) enum Shape {
+    /// `ArtistID3` and `AlbumID3`, of what the user may see of them.
+    Id3,
+    /// The v1 `Artist` and the album `Child` directory.
+    Dirs,
+}
+
+impl Shape {
+    fn artist(self, cat: &Catalog, scope: &Access, a: &Artist, marks: &UserMarks) -> Node {
+        match self {
+            Shape::Id3 => artist_node(cat, &scope.artist_view(cat, a), marks),
+            Shape::Dirs => artist_v1(a, marks),
+        }
+    }
+
+    fn album(self, cat: &Catalog, scope: &Access, a: &Album, marks: &UserMarks) -> Node {
+        let a = scope.album_view(cat, a);
+        match self {
+            Shape::Id3 => album_node(&a, marks),
+            Shape::Dirs => album_child(&a, marks),
+        }
+    }
+}
 
 fn size(c: &Ctx, name: &str, default: i64) -> Result<usize, Fail> {
     Ok(c.int(name)?.unwrap_or(default).clamp(0, 500) as usize)
@@ -111,21 +139,20 @@ fn album_page(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Vec<usize>, UserMark
 /// `getAlbumList`: albums as directories (`Child` with `isDir`), which
 /// `getMusicDirectory` opens.
 pub(crate) fn album_list(c: &mut Ctx) -> SyncResult {
-    let (cat, scope, v, starred) = album_page(c)?;
-    let albums = v
-        .into_iter()
-        .map(|n| album_child(&scope.album_view(&cat, &cat.albums[n]), &starred))
-        .collect();
-    Ok(Some(Node::new("albumList").list("album", albums)))
+    album_list_as(c, "albumList", Shape::Dirs)
 }
 
 pub(crate) fn album_list2(c: &mut Ctx) -> SyncResult {
+    album_list_as(c, "albumList2", Shape::Id3)
+}
+
+fn album_list_as(c: &mut Ctx, name: &'static str, shape: Shape) -> SyncResult {
     let (cat, scope, v, starred) = album_page(c)?;
     let albums = v
         .into_iter()
-        .map(|n| album_node(&scope.album_view(&cat, &cat.albums[n]), &starred))
+        .map(|n| shape.album(&cat, &scope, &cat.albums[n], &starred))
         .collect();
-    Ok(Some(Node::new("albumList2").list("album", albums)))
+    Ok(Some(Node::new(name).list("album", albums)))
 }
 
 /// `getSongsByGenre`: `genre` (caselessly), `count` (10 by default, at
@@ -153,6 +180,12 @@ pub(crate) fn songs_by_genre(c: &mut Ctx) -> SyncResult {
 
 /// `getStarred`: what the user starred, albums as directories.
 pub(crate) fn starred(c: &mut Ctx) -> SyncResult {
+    starred_as(c, "starred", Shape::Dirs)
+}
+
+/// What the user starred, of what they may see (`musicFolderId` narrows
+/// it): the answer `name` of `getStarred` and `getStarred2`.
+pub(crate) fn starred_as(c: &mut Ctx, name: &'static str, shape: Shape) -> SyncResult {
     let cat = c.cat();
     let scope = c.scope()?;
     let starred = super::browse::marks(c);
@@ -160,11 +193,11 @@ pub(crate) fn starred(c: &mut Ctx) -> SyncResult {
     for id in starred.keys() {
         if let Some(a) = cat.artist(id) {
             if scope.sees_artist(&cat, a) {
-                artists.push(artist_v1(a, &starred));
+                artists.push(shape.artist(&cat, &scope, a, &starred));
             }
         } else if let Some(a) = cat.album(id) {
             if scope.sees_album(&cat, a) {
-                albums.push(album_child(&scope.album_view(&cat, a), &starred));
+                albums.push(shape.album(&cat, &scope, a, &starred));
             }
         } else if let Some(s) = cat.song(id) {
             if scope.sees_song(s) {
@@ -173,7 +206,7 @@ pub(crate) fn starred(c: &mut Ctx) -> SyncResult {
         }
     }
     Ok(Some(
-        Node::new("starred")
+        Node::new(name)
             .list("artist", artists)
             .list("album", albums)
             .list("song", songs),
@@ -347,59 +380,33 @@ fn search(c: &mut Ctx) -> Result<Paged, Fail> {
 }
 
 pub(crate) fn search3(c: &mut Ctx) -> SyncResult {
-    let (cat, scope, starred, artists, albums, songs) = search(c)?;
-    Ok(Some(
-        Node::new("searchResult3")
-            .list(
-                "artist",
-                artists
-                    .into_iter()
-                    .map(|n| artist_node(&cat, &scope.artist_view(&cat, &cat.artists[n]), &starred))
-                    .collect(),
-            )
-            .list(
-                "album",
-                albums
-                    .into_iter()
-                    .map(|n| album_node(&scope.album_view(&cat, &cat.albums[n]), &starred))
-                    .collect(),
-            )
-            .list(
-                "song",
-                songs
-                    .into_iter()
-                    .map(|n| song_node(&cat.songs[n], &starred))
-                    .collect(),
-            ),
-    ))
+    search_as(c, "searchResult3", Shape::Id3)
 }
 
 /// `search2`: as `search3`, with artists and albums as directories.
 pub(crate) fn search2(c: &mut Ctx) -> SyncResult {
+    search_as(c, "searchResult2", Shape::Dirs)
+}
+
+fn search_as(c: &mut Ctx, name: &'static str, shape: Shape) -> SyncResult {
     let (cat, scope, starred, artists, albums, songs) = search(c)?;
+    let artists = artists
+        .into_iter()
+        .map(|n| shape.artist(&cat, &scope, &cat.artists[n], &starred))
+        .collect();
+    let albums = albums
+        .into_iter()
+        .map(|n| shape.album(&cat, &scope, &cat.albums[n], &starred))
+        .collect();
+    let songs = songs
+        .into_iter()
+        .map(|n| song_node(&cat.songs[n], &starred))
+        .collect();
     Ok(Some(
-        Node::new("searchResult2")
-            .list(
-                "artist",
-                artists
-                    .into_iter()
-                    .map(|n| artist_v1(&cat.artists[n], &starred))
-                    .collect(),
-            )
-            .list(
-                "album",
-                albums
-                    .into_iter()
-                    .map(|n| album_child(&scope.album_view(&cat, &cat.albums[n]), &starred))
-                    .collect(),
-            )
-            .list(
-                "song",
-                songs
-                    .into_iter()
-                    .map(|n| song_node(&cat.songs[n], &starred))
-                    .collect(),
-            ),
+        Node::new(name)
+            .list("artist", artists)
+            .list("album", albums)
+            .list("song", songs),
     ))
 }
 

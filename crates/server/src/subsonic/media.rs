@@ -82,8 +82,7 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
     };
     let (mut resp, sent) = match (transcoded, path, st.tiers()) {
         (Some((p, t, next)), _, _) => {
-            let answer =
-                transcode::serve_then(&st, p, t, headers, head, estimate, &queued_as, next);
+            let answer = transcode::serve(&st, p, t, headers, head, estimate, &queued_as, next);
             match answer.await {
                 Ok(answer) => answer,
                 Err(e @ transcode::TranscodeError::Busy(_)) => {

@@ -3,9 +3,10 @@
 //! Playlists are private to their owner unless made public; a public
 //! playlist is readable by everyone and changeable by its owner only.
 
-use super::browse::{album_node, artist_node, song_node};
+use super::browse::song_node;
 use super::response::Node;
 use super::{missing, not_found, Ctx, Fail, SyncResult};
+use crate::catalog::Song;
 use crate::time::iso8601;
 use crate::userdata::Playlist;
 
@@ -45,31 +46,7 @@ pub(crate) fn star(c: &mut Ctx, on: bool) -> SyncResult {
 /// `getStarred2`: what the user starred, of what they may see
 /// (`musicFolderId` narrows it).
 pub(crate) fn starred2(c: &mut Ctx) -> SyncResult {
-    let cat = c.cat();
-    let scope = c.scope()?;
-    let starred = super::browse::marks(c);
-    let (mut artists, mut albums, mut songs) = (Vec::new(), Vec::new(), Vec::new());
-    for id in starred.keys() {
-        if let Some(a) = cat.artist(id) {
-            if scope.sees_artist(&cat, a) {
-                artists.push(artist_node(&cat, &scope.artist_view(&cat, a), &starred));
-            }
-        } else if let Some(a) = cat.album(id) {
-            if scope.sees_album(&cat, a) {
-                albums.push(album_node(&scope.album_view(&cat, a), &starred));
-            }
-        } else if let Some(s) = cat.song(id) {
-            if scope.sees_song(s) {
-                songs.push(song_node(s, &starred));
-            }
-        }
-    }
-    Ok(Some(
-        Node::new("starred2")
-            .list("artist", artists)
-            .list("album", albums)
-            .list("song", songs),
-    ))
+    super::lists::starred_as(c, "starred2", super::lists::Shape::Id3)
 }
 
 /// A playlist as the user sees it: its songs still in the library and in
@@ -87,14 +64,28 @@ fn playlist_node(c: &mut Ctx, id: u64, p: &Playlist, entries: bool) -> Node {
         .s("name", p.name.clone())
         .s("comment", p.comment.clone())
         .s("owner", p.owner.clone())
-        .b("public", p.public)
+        .b("public", p.public);
+    with_songs(c, n, &songs, (p.created, p.changed), entries)
+}
+
+/// The rest of a playlist `n` with `songs` (of a stored playlist or a
+/// playlist file): `songCount`, `duration`, `created` and `changed` (UNIX
+/// seconds), the first song's cover and, with `entries`, the songs.
+pub(crate) fn with_songs(
+    c: &Ctx,
+    n: Node,
+    songs: &[&Song],
+    (created, changed): (i64, i64),
+    entries: bool,
+) -> Node {
+    let n = n
         .i("songCount", songs.len() as i64)
         .i(
             "duration",
             songs.iter().map(|s| s.duration.unwrap_or(0)).sum(),
         )
-        .s("created", iso8601(p.created))
-        .s("changed", iso8601(p.changed));
+        .s("created", iso8601(created))
+        .s("changed", iso8601(changed));
     let n = match songs.first() {
         Some(s) => n.s("coverArt", s.album_id.clone()),
         None => n,

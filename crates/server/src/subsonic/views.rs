@@ -615,30 +615,43 @@ pub(crate) mod testlib {
     /// The library of `rows` (entry ids 1, 2, …), in a folder that lasts
     /// as long as the returned guard.
     pub fn library(rows: &[Row<'_>]) -> (tempfile::TempDir, Db) {
+        let entries = rows.iter().enumerate().map(|(n, row)| {
+            let (path, artist, album, title, genre, plays) = *row;
+            let id = n as i64 + 1;
+            let mut props = vec![
+                ("url", "server", Value::Str(format!("file://{ROOT}/{path}"))),
+                ("added", "server", Value::Int(1000 + id)),
+                ("timesplayed", "server", Value::Int(plays)),
+                ("artist", "plugin/id3v2", Value::Str(artist.into())),
+                ("album", "plugin/id3v2", Value::Str(album.into())),
+                ("title", "plugin/id3v2", Value::Str(title.into())),
+                ("tracknr", "plugin/id3v2", Value::Int(id)),
+            ];
+            if !genre.is_empty() {
+                props.push(("genre", "plugin/id3v2", Value::Str(genre.into())));
+            }
+            props
+        });
+        library_of(entries)
+    }
+
+    /// A library of entries 1, 2, … with their `(key, source, value)`
+    /// properties, in a folder that lasts as long as the returned guard.
+    pub fn library_of<'k>(
+        entries: impl IntoIterator<Item = Vec<(&'k str, &'k str, Value)>>,
+    ) -> (tempfile::TempDir, Db) {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path()).unwrap();
         let mut ops = Vec::new();
-        for (n, (path, artist, album, title, genre, plays)) in rows.iter().enumerate() {
-            let id = n as u32 + 1;
-            ops.push(Op::CreateEntry(id));
-            let mut add = |key: &str, source: &str, value: Value| {
-                ops.push(Op::AddProp {
-                    entry: id,
-                    key: key.into(),
-                    source: source.into(),
-                    value,
-                })
-            };
-            add("url", "server", Value::Str(format!("file://{ROOT}/{path}")));
-            add("added", "server", Value::Int(1000 + i64::from(id)));
-            add("timesplayed", "server", Value::Int(*plays));
-            add("artist", "plugin/id3v2", Value::Str((*artist).into()));
-            add("album", "plugin/id3v2", Value::Str((*album).into()));
-            add("title", "plugin/id3v2", Value::Str((*title).into()));
-            add("tracknr", "plugin/id3v2", Value::Int(id.into()));
-            if !genre.is_empty() {
-                add("genre", "plugin/id3v2", Value::Str((*genre).into()));
-            }
+        for (n, props) in entries.into_iter().enumerate() {
+            let entry = n as u32 + 1;
+            ops.push(Op::CreateEntry(entry));
+            ops.extend(props.into_iter().map(|(key, source, value)| Op::AddProp {
+                entry,
+                key: key.into(),
+                source: source.into(),
+                value,
+            }));
         }
         db.commit(ops).unwrap();
         (dir, db)

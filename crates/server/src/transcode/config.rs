@@ -24,6 +24,7 @@ use serde::Deserialize;
 use spindle_query::{Coll, Filter, FilterOp, Value};
 
 use super::format::Format;
+use spindle_tiers::config::ConfigError as FileError;
 
 /// The cache's byte budget when there is no hot tier (2 GiB: about 900
 /// tracks of four minutes at 160 kbit/s).
@@ -96,21 +97,12 @@ impl Rule {
     }
 }
 
-/// Why the `[transcode]` section was refused.
+/// Why the `[transcode]` section was refused: the server config file's
+/// errors, as the `[tiers]` section reports them (the file could not be
+/// read, is not TOML, or the section is invalid: `[transcode] …`).
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    #[error("reading {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{}: {message}", path.display())]
-    Parse { path: PathBuf, message: String },
-    #[error("{}: [transcode] {message}", path.display())]
-    Invalid { path: PathBuf, message: String },
-}
+#[error(transparent)]
+pub struct ConfigError(#[from] pub FileError);
 
 #[derive(Deserialize)]
 struct RawFile {
@@ -144,7 +136,7 @@ impl TranscodeConfig {
     /// The `[transcode]` section of the server config at `path`; the
     /// defaults when the file has none.
     pub fn load(path: &Path) -> Result<TranscodeConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|source| FileError::Read {
             path: path.to_owned(),
             source,
         })?;
@@ -153,7 +145,7 @@ impl TranscodeConfig {
 
     /// Parses the text of a server config file; `path` is for messages.
     pub fn parse(text: &str, path: &Path) -> Result<TranscodeConfig, ConfigError> {
-        let raw: RawFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let raw: RawFile = toml::from_str(text).map_err(|e| FileError::Parse {
             path: path.to_owned(),
             message: e.to_string().trim_end().to_owned(),
         })?;
@@ -161,9 +153,11 @@ impl TranscodeConfig {
         let Some(t) = raw.transcode else {
             return Ok(cfg);
         };
-        let invalid = |message: String| ConfigError::Invalid {
-            path: path.to_owned(),
-            message,
+        let invalid = |message: String| {
+            ConfigError(FileError::Invalid {
+                path: path.to_owned(),
+                message: format!("[transcode] {message}"),
+            })
         };
         if let Some(f) = t.ffmpeg {
             cfg.ffmpeg = f;

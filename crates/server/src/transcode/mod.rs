@@ -266,22 +266,13 @@ pub fn for_browser(song: &Song) -> Option<Target> {
 /// there is one (ranges, `ETag`, 304 — as any file), else a live encode
 /// (`200`, chunked; with `estimate`, a `Content-Length` of duration ×
 /// bitrate, the body cut or zero-padded to it). `user` queues fairly.
+/// Then, with spare encode slots, `next` (the album's next track, if
+/// given) is transcoded the same way into the cache ([`prepare`]).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "what the request asks, and one track to prepare"
+)]
 pub async fn serve(
-    st: &AppState,
-    p: Prepared,
-    t: Target,
-    req: &HeaderMap,
-    head: bool,
-    estimate: bool,
-    user: &str,
-) -> Result<(Response, Sent), TranscodeError> {
-    serve_then(st, p, t, req, head, estimate, user, None).await
-}
-
-/// [`serve`], then, with spare encode slots, `next` (the album's next
-/// track) transcoded the same way into the cache ([`prepare`]).
-#[allow(clippy::too_many_arguments, reason = "serve's arguments and one more")]
-pub async fn serve_then(
     st: &AppState,
     p: Prepared,
     t: Target,

@@ -13,7 +13,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use spindle_listens::{Listen, RecentQuery};
 
-use super::{csrf_ok, err, session_user, small_json, with_catalog};
+use super::extract::{SmallJson, User};
+use super::{err, with_catalog};
 use crate::state::AppState;
 
 fn listen_json(l: &Listen) -> Value {
@@ -49,10 +50,7 @@ pub(super) async fn recent(State(st): State<AppState>, h: HeaderMap) -> Response
 }
 
 /// The user's now playing, or `null`.
-pub(super) async fn now(State(st): State<AppState>, h: HeaderMap) -> Response {
-    let Some(user) = session_user(&st, &h) else {
-        return err(StatusCode::UNAUTHORIZED, "not logged in");
-    };
+pub(super) async fn now(State(st): State<AppState>, User(user, _): User) -> Response {
     let np = st.now_playing(&user).map(|l| listen_json(&l));
     Json(json!({ "now_playing": np })).into_response()
 }
@@ -74,19 +72,9 @@ pub(super) struct Playing {
 /// is the session's.
 pub(super) async fn playing(
     State(st): State<AppState>,
-    h: HeaderMap,
-    body: axum::body::Body,
+    User(user, _): User,
+    SmallJson(p): SmallJson<Playing>,
 ) -> Response {
-    if !csrf_ok(&h) {
-        return err(StatusCode::FORBIDDEN, "cross-site request refused");
-    }
-    let Some(user) = session_user(&st, &h) else {
-        return err(StatusCode::UNAUTHORIZED, "not logged in");
-    };
-    let p: Playing = match small_json(&st, body).await {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
     let now = st.now();
     let (st2, u2) = (st.clone(), user.clone());
     let listen = tokio::task::spawn_blocking(move || {

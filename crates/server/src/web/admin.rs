@@ -13,16 +13,16 @@
     reason = "the error is the axum Response sent straight back; boxing it buys nothing once per request"
 )]
 
-use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{csrf_ok, err, session_user, small_json};
+use super::err;
+use super::extract::{Admin, SmallJson, User};
 use crate::accounts::{handle, AccountError, Profile, Roles, DEFAULT_TIME_ZONE};
 use crate::state::AppState;
 
@@ -59,22 +59,6 @@ pub(super) fn router() -> Router<AppState> {
         .route("/ui/api/admin/apikeys/delete", post(delete_api_key))
 }
 
-/// The administrator behind a request: `Err` is the 401 or 403 answer.
-/// A POST also needs the CSRF header.
-fn admin(st: &AppState, h: &HeaderMap, post: bool) -> Result<String, Response> {
-    if post && !csrf_ok(h) {
-        return Err(err(StatusCode::FORBIDDEN, "cross-site request refused"));
-    }
-    let user = session_user(st, h).ok_or_else(|| err(StatusCode::UNAUTHORIZED, "not logged in"))?;
-    if !st.accounts.is_admin(&user) {
-        return Err(err(
-            StatusCode::FORBIDDEN,
-            "only an administrator may do this",
-        ));
-    }
-    Ok(user)
-}
-
 fn account_err(e: AccountError) -> Response {
     let status = match e {
         AccountError::NoSuchUser(_) => StatusCode::NOT_FOUND,
@@ -105,10 +89,7 @@ fn user_json(st: &AppState, name: &str, p: &Profile) -> Value {
 }
 
 /// `GET /ui/api/admin/users`.
-async fn users(State(st): State<AppState>, h: HeaderMap) -> Response {
-    if let Err(r) = admin(&st, &h, false) {
-        return r;
-    }
+async fn users(State(st): State<AppState>, _: User<Admin>) -> Response {
     let list: Vec<Value> = st
         .accounts
         .list_users()
@@ -127,15 +108,11 @@ struct NewUser {
 }
 
 /// `POST /ui/api/admin/users` `{"name", "password", "admin"}`.
-async fn add_user(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
-    let by = match admin(&st, &h, true) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
-    let f: NewUser = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
+async fn add_user(
+    State(st): State<AppState>,
+    User(by, Admin): User<Admin>,
+    SmallJson(f): SmallJson<NewUser>,
+) -> Response {
     let profile = Profile {
         roles: Roles {
             admin: f.admin,
@@ -174,17 +151,10 @@ struct ProfileForm {
 /// every folder) and the time zone (an IANA name; `""`: UTC).
 async fn set_profile(
     State(st): State<AppState>,
-    h: HeaderMap,
     Path(name): Path<String>,
-    body: Body,
+    _: User<Admin>,
+    SmallJson(f): SmallJson<ProfileForm>,
 ) -> Response {
-    if let Err(r) = admin(&st, &h, true) {
-        return r;
-    }
-    let f: ProfileForm = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
     let Some(mut p) = st.accounts.profile(&name) else {
         return err(StatusCode::NOT_FOUND, &format!("no user named '{name}'"));
     };
@@ -234,18 +204,10 @@ struct PasswordForm {
 /// the user's web sessions end (other than the administrator's own).
 async fn set_password(
     State(st): State<AppState>,
-    h: HeaderMap,
     Path(name): Path<String>,
-    body: Body,
+    User(by, Admin): User<Admin>,
+    SmallJson(f): SmallJson<PasswordForm>,
 ) -> Response {
-    let by = match admin(&st, &h, true) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
-    let f: PasswordForm = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
     let (st2, n2) = (st.clone(), name.clone());
     let done =
         tokio::task::spawn_blocking(move || st2.accounts.set_password(&n2, &f.password)).await;
@@ -285,13 +247,9 @@ impl AppState {
 /// themselves (another one can).
 async fn delete_user(
     State(st): State<AppState>,
-    h: HeaderMap,
     Path(name): Path<String>,
+    User(by, Admin): User<Admin>,
 ) -> Response {
-    let by = match admin(&st, &h, true) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
     if by == name {
         return err(
             StatusCode::BAD_REQUEST,
@@ -314,10 +272,7 @@ async fn delete_user(
 
 /// `GET /ui/api/admin/folders`: `{"folders": [{"id", "path"}]}`, ids as
 /// Subsonic numbers them (1-based).
-async fn folders(State(st): State<AppState>, h: HeaderMap) -> Response {
-    if let Err(r) = admin(&st, &h, false) {
-        return r;
-    }
+async fn folders(State(st): State<AppState>, _: User<Admin>) -> Response {
     let list: Vec<Value> = st
         .music
         .roots()
@@ -349,10 +304,7 @@ fn scan_json(st: &AppState) -> Response {
 }
 
 /// `GET /ui/api/admin/scan`.
-async fn scan_status(State(st): State<AppState>, h: HeaderMap) -> Response {
-    if let Err(r) = admin(&st, &h, false) {
-        return r;
-    }
+async fn scan_status(State(st): State<AppState>, _: User<Admin>) -> Response {
     tokio::task::spawn_blocking(move || scan_json(&st))
         .await
         .unwrap_or_else(|_| err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
@@ -360,10 +312,7 @@ async fn scan_status(State(st): State<AppState>, h: HeaderMap) -> Response {
 
 /// `POST /ui/api/admin/scan`: starts a rescan of the music folders (the
 /// one Subsonic's `startScan` runs) unless one runs.
-async fn start_scan(State(st): State<AppState>, h: HeaderMap) -> Response {
-    if let Err(r) = admin(&st, &h, true) {
-        return r;
-    }
+async fn start_scan(State(st): State<AppState>, _: User<Admin>) -> Response {
     if let Err(e) = st
         .scans
         .start(st.db.clone(), st.music.clone(), st.clock.clone())
@@ -382,10 +331,7 @@ async fn start_scan(State(st): State<AppState>, h: HeaderMap) -> Response {
 /// user, start, last use, browser, address), every Last.fm session key
 /// (its handle, user, the API key it was issued under, start) and every
 /// OpenSubsonic API key (its id, user, app, start).
-async fn sessions(State(st): State<AppState>, h: HeaderMap) -> Response {
-    if let Err(r) = admin(&st, &h, false) {
-        return r;
-    }
+async fn sessions(State(st): State<AppState>, _: User<Admin>) -> Response {
     let lastfm: Vec<Value> = st
         .accounts
         .all_sessions()
@@ -436,15 +382,11 @@ enum RevokeKind {
 /// `POST /ui/api/admin/sessions/revoke` `{"handle", "kind"?}`: ends a web
 /// session (`kind` `web`, the default), a Last.fm session key (`lastfm`)
 /// or an OpenSubsonic API key (`app`, `handle` being its id).
-async fn revoke(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
-    let by = match admin(&st, &h, true) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
-    let f: RevokeForm = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
+async fn revoke(
+    State(st): State<AppState>,
+    User(by, Admin): User<Admin>,
+    SmallJson(f): SmallJson<RevokeForm>,
+) -> Response {
     let gone = || err(StatusCode::NOT_FOUND, "no such session (it may have ended)");
     if f.kind == RevokeKind::Web {
         return if st.sessions.revoke(&f.handle, None) {
@@ -471,10 +413,7 @@ async fn revoke(State(st): State<AppState>, h: HeaderMap, body: Body) -> Respons
 /// `GET /ui/api/admin/apikeys`: the Last.fm API keys (`keys`: `api_key`,
 /// `name`, `created`, and how many session keys were issued under each;
 /// never the secret) and the OpenSubsonic API keys (`apps`).
-async fn api_keys(State(st): State<AppState>, h: HeaderMap) -> Response {
-    if let Err(r) = admin(&st, &h, false) {
-        return r;
-    }
+async fn api_keys(State(st): State<AppState>, _: User<Admin>) -> Response {
     let sessions = st.accounts.all_sessions();
     let keys: Vec<Value> = st
         .accounts
@@ -496,14 +435,11 @@ struct NewKey {
 
 /// `POST /ui/api/admin/apikeys` `{"name"}`: a Last.fm API key and secret
 /// pair (shown once).
-async fn add_api_key(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
-    if let Err(r) = admin(&st, &h, true) {
-        return r;
-    }
-    let f: NewKey = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
+async fn add_api_key(
+    State(st): State<AppState>,
+    _: User<Admin>,
+    SmallJson(f): SmallJson<NewKey>,
+) -> Response {
     match st.accounts.add_api_key(&f.name, st.now()) {
         Ok((key, secret)) => {
             Json(json!({ "api_key": key, "secret": secret, "name": f.name })).into_response()
@@ -519,15 +455,11 @@ struct DeleteKey {
 
 /// `POST /ui/api/admin/apikeys/delete` `{"api_key"}`: deletes a Last.fm
 /// API key; the session keys issued under it end with it.
-async fn delete_api_key(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
-    let by = match admin(&st, &h, true) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
-    let f: DeleteKey = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
+async fn delete_api_key(
+    State(st): State<AppState>,
+    User(by, Admin): User<Admin>,
+    SmallJson(f): SmallJson<DeleteKey>,
+) -> Response {
     match st.accounts.delete_api_key(&f.api_key) {
         Ok(true) => {
             tracing::info!(api_key = %f.api_key, by = %by, "Last.fm API key deleted");
@@ -544,13 +476,9 @@ async fn delete_api_key(State(st): State<AppState>, h: HeaderMap, body: Body) ->
 /// token, an OpenSubsonic `apiKey` and a `/metrics` bearer.
 async fn reset_token(
     State(st): State<AppState>,
-    h: HeaderMap,
     Path(name): Path<String>,
+    User(by, Admin): User<Admin>,
 ) -> Response {
-    let by = match admin(&st, &h, true) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
     match st.accounts.reset_token(&name) {
         Ok(token) => {
             tracing::info!(user = %name, by = %by, "ListenBrainz token reset");

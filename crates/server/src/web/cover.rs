@@ -8,7 +8,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::{err, session_user};
+use super::err;
+use super::extract::User;
 use crate::cover::CoverError;
 use crate::state::AppState;
 use crate::subsonic::access::Access;
@@ -23,10 +24,8 @@ pub(super) async fn cover(
     h: HeaderMap,
     Path(id): Path<String>,
     Query(q): Query<CoverQ>,
+    User(user, _): User,
 ) -> Response {
-    let Some(user) = session_user(&st, &h) else {
-        return err(StatusCode::UNAUTHORIZED, "not logged in");
-    };
     // A user granted some music folders only gets no cover of what is
     // outside them: a hidden id answers as an unknown one.
     if st.accounts.folders_of(&user).is_some() {

@@ -10,7 +10,6 @@
     reason = "the error is the axum Response sent straight back; boxing it buys nothing once per request"
 )]
 
-use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -19,8 +18,9 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::extract::{Role, SmallJson, User};
 use super::library::{may_see, song_json};
-use super::{csrf_ok, err, session_user, small_json, with_catalog};
+use super::{err, with_catalog};
 use crate::state::AppState;
 use crate::subsonic::rating::{self, RateError};
 use crate::userdata::Playlist;
@@ -40,23 +40,26 @@ pub(super) fn router() -> Router<AppState> {
         .route("/ui/api/rating", post(rate))
 }
 
-/// A POST's common checks: the CSRF header and a session.
-fn poster(st: &AppState, h: &HeaderMap) -> Result<String, Response> {
-    if !csrf_ok(h) {
-        return Err(err(StatusCode::FORBIDDEN, "cross-site request refused"));
+/// The role making and changing playlists needs: the Subsonic playlist
+/// role (deleting one's own needs only the session).
+#[derive(Default)]
+struct Editor;
+
+impl Role for Editor {
+    const REFUSAL: &'static str =
+        "you may not make playlists: ask an administrator for the playlist role";
+
+    fn held(st: &AppState, user: &str) -> bool {
+        st.accounts.roles(user).is_some_and(|r| r.playlist)
     }
-    session_user(st, h).ok_or_else(|| err(StatusCode::UNAUTHORIZED, "not logged in"))
 }
 
-fn may_edit_playlists(st: &AppState, user: &str) -> Result<(), Response> {
-    if st.accounts.roles(user).is_some_and(|r| r.playlist) {
-        Ok(())
-    } else {
-        Err(err(
-            StatusCode::FORBIDDEN,
-            "you may not make playlists: ask an administrator for the playlist role",
-        ))
-    }
+/// The answer when the user data could not be written.
+fn not_saved(e: impl std::fmt::Display) -> Response {
+    err(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &format!("could not save: {e}"),
+    )
 }
 
 fn playlist_json(id: u64, p: &Playlist, user: &str) -> Value {
@@ -68,10 +71,7 @@ fn playlist_json(id: u64, p: &Playlist, user: &str) -> Value {
 }
 
 /// `GET /ui/api/playlists`: the user's playlists and the public ones.
-async fn playlists(State(st): State<AppState>, h: HeaderMap) -> Response {
-    let Some(user) = session_user(&st, &h) else {
-        return err(StatusCode::UNAUTHORIZED, "not logged in");
-    };
+async fn playlists(State(st): State<AppState>, User(user, _): User) -> Response {
     let list: Vec<Value> = st
         .music
         .userdata
@@ -131,15 +131,11 @@ fn check_form(f: &PlaylistForm) -> Result<(), Response> {
 }
 
 /// `POST /ui/api/playlists` `{"name", "songs"?}`: a new playlist.
-async fn create(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
-    let user = match poster(&st, &h).and_then(|u| may_edit_playlists(&st, &u).map(|()| u)) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
-    let f: PlaylistForm = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
+async fn create(
+    State(st): State<AppState>,
+    User(user, Editor): User<Editor>,
+    SmallJson(f): SmallJson<PlaylistForm>,
+) -> Response {
     if let Err(r) = check_form(&f) {
         return r;
     }
@@ -155,10 +151,7 @@ async fn create(State(st): State<AppState>, h: HeaderMap, body: Body) -> Respons
     };
     match st.music.userdata.create_playlist(p.clone()) {
         Ok(id) => Json(playlist_json(id, &p, &user)).into_response(),
-        Err(e) => err(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("could not save: {e}"),
-        ),
+        Err(e) => not_saved(e),
     }
 }
 
@@ -167,53 +160,30 @@ async fn create(State(st): State<AppState>, h: HeaderMap, body: Body) -> Respons
 /// list), or shares the owner's playlist.
 async fn update(
     State(st): State<AppState>,
-    h: HeaderMap,
     Path(id): Path<u64>,
-    body: Body,
+    User(user, Editor): User<Editor>,
+    SmallJson(f): SmallJson<PlaylistForm>,
 ) -> Response {
-    let user = match poster(&st, &h).and_then(|u| may_edit_playlists(&st, &u).map(|()| u)) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
-    let f: PlaylistForm = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
     if let Err(r) = check_form(&f) {
         return r;
     }
     let Some(mut p) = st.music.userdata.playlist(id).filter(|p| p.owner == user) else {
         return err(StatusCode::NOT_FOUND, "no such playlist of yours");
     };
-    if let Some(n) = f.name {
-        p.name = n;
-    }
-    if let Some(s) = f.songs {
-        p.songs = s;
-    }
-    if let Some(public) = f.public {
-        p.public = public;
-    }
-    if let Some(c) = f.comment {
-        p.comment = c;
-    }
+    p.name = f.name.unwrap_or(p.name);
+    p.songs = f.songs.unwrap_or(p.songs);
+    p.public = f.public.unwrap_or(p.public);
+    p.comment = f.comment.unwrap_or(p.comment);
     p.changed = st.now();
     match st.music.userdata.put_playlist(id, p.clone()) {
         Ok(true) => Json(playlist_json(id, &p, &user)).into_response(),
         Ok(false) => err(StatusCode::NOT_FOUND, "no such playlist of yours"),
-        Err(e) => err(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("could not save: {e}"),
-        ),
+        Err(e) => not_saved(e),
     }
 }
 
 /// `POST /ui/api/playlist/ID/delete`: removes the owner's playlist.
-async fn delete(State(st): State<AppState>, h: HeaderMap, Path(id): Path<u64>) -> Response {
-    let user = match poster(&st, &h) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
+async fn delete(State(st): State<AppState>, Path(id): Path<u64>, User(user, _): User) -> Response {
     if st
         .music
         .userdata
@@ -224,10 +194,7 @@ async fn delete(State(st): State<AppState>, h: HeaderMap, Path(id): Path<u64>) -
     }
     match st.music.userdata.delete_playlist(id) {
         Ok(_) => Json(json!({ "deleted": id })).into_response(),
-        Err(e) => err(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("could not save: {e}"),
-        ),
+        Err(e) => not_saved(e),
     }
 }
 
@@ -255,15 +222,11 @@ struct StarForm {
 
 /// `POST /ui/api/star` `{"id", "on"}`: stars or unstars a song, album or
 /// artist.
-async fn star(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
-    let user = match poster(&st, &h) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
-    let f: StarForm = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
+async fn star(
+    State(st): State<AppState>,
+    User(user, _): User,
+    SmallJson(f): SmallJson<StarForm>,
+) -> Response {
     let cat = st.music.catalog(&st.db);
     if cat.song(&f.id).is_none() && cat.album(&f.id).is_none() && cat.artist(&f.id).is_none() {
         return err(StatusCode::NOT_FOUND, "no such song, album or artist");
@@ -274,10 +237,7 @@ async fn star(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response 
         .star(&user, std::slice::from_ref(&f.id), f.on, st.now())
     {
         Ok(()) => Json(json!({ "id": f.id, "starred": f.on })).into_response(),
-        Err(e) => err(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("could not save: {e}"),
-        ),
+        Err(e) => not_saved(e),
     }
 }
 
@@ -288,15 +248,11 @@ struct RatingForm {
 }
 
 /// `POST /ui/api/rating` `{"id", "rating"}`: 1 to 5 stars, 0 removes.
-async fn rate(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
-    let user = match poster(&st, &h) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
-    let f: RatingForm = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
+async fn rate(
+    State(st): State<AppState>,
+    User(user, _): User,
+    SmallJson(f): SmallJson<RatingForm>,
+) -> Response {
     let (st2, rating) = (st.clone(), f.rating);
     let done = tokio::task::spawn_blocking(move || {
         let cat = st2.music.catalog(&st2.db);

@@ -24,6 +24,7 @@ mod activity;
 mod admin;
 mod charts;
 mod cover;
+mod extract;
 mod library;
 mod mine;
 mod sessions;
@@ -46,6 +47,7 @@ use serde_json::json;
 use crate::auth_guard::ClientIp;
 use crate::catalog::Catalog;
 use crate::state::AppState;
+use extract::{Csrf, SmallJson, User};
 
 const COOKIE: &str = "spindle_session";
 const CSRF_HEADER: &str = "x-spindle-csrf";
@@ -187,15 +189,9 @@ async fn login(
     State(st): State<AppState>,
     ClientIp(ip): ClientIp,
     h: HeaderMap,
-    body: Body,
+    _: Csrf,
+    SmallJson(form): SmallJson<LoginForm>,
 ) -> Response {
-    if !csrf_ok(&h) {
-        return err(StatusCode::FORBIDDEN, "cross-site request refused");
-    }
-    let form: LoginForm = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
     let checked = st
         .guard
         .password(&st.accounts, ip, &form.user, &form.password, "web")
@@ -203,29 +199,34 @@ async fn login(
     if let Err(denied) = checked {
         return crate::auth_guard::http_refusal(denied, "wrong user name or password", err);
     }
-    let cookie = start_session(&st, &form.user, &h, ip);
     let admin = st.accounts.is_admin(&form.user);
-    let mut r = Json(json!({ "user": form.user, "admin": admin })).into_response();
-    if let Ok(v) = HeaderValue::from_str(&cookie) {
-        r.headers_mut().insert(header::SET_COOKIE, v);
-    }
-    r
+    logged_in(&st, &form.user, admin, &h, ip)
 }
 
-/// Starts a web session for `user` (a login, the first-run setup): the
-/// `Set-Cookie` value that carries it.
-pub(crate) fn start_session(
+/// Starts a web session for `user` (a login, the first-run setup) and
+/// answers `{"user", "admin"}` with the cookie that carries it.
+fn logged_in(
     st: &AppState,
     user: &str,
+    admin: bool,
     h: &HeaderMap,
     ip: Option<std::net::IpAddr>,
-) -> String {
+) -> Response {
     let agent = h
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let id = st.sessions.start(user, st.now(), agent, ip);
-    session_cookie(st, &id, SESSION_TTL)
+    let r = Json(json!({ "user": user, "admin": admin })).into_response();
+    with_cookie(r, &session_cookie(st, &id, SESSION_TTL))
+}
+
+/// `r` with a `Set-Cookie` header of `cookie`.
+fn with_cookie(mut r: Response, cookie: &str) -> Response {
+    if let Ok(v) = HeaderValue::from_str(cookie) {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    r
 }
 
 /// The `Set-Cookie` value of a session (an empty `id` with `max_age` 0
@@ -244,18 +245,11 @@ fn session_cookie(st: &AppState, id: &str, max_age: i64) -> String {
     )
 }
 
-async fn logout(State(st): State<AppState>, h: HeaderMap) -> Response {
-    if !csrf_ok(&h) {
-        return err(StatusCode::FORBIDDEN, "cross-site request refused");
-    }
+async fn logout(State(st): State<AppState>, h: HeaderMap, _: Csrf) -> Response {
     if let Some(id) = cookie(&h) {
         st.sessions.end(&id);
     }
-    let mut r = Json(json!({})).into_response();
-    if let Ok(v) = HeaderValue::from_str(&session_cookie(&st, "", 0)) {
-        r.headers_mut().insert(header::SET_COOKIE, v);
-    }
-    r
+    with_cookie(Json(json!({})).into_response(), &session_cookie(&st, "", 0))
 }
 
 /// `{"user": …, "public": bool}`: whether the user's listening history is
@@ -264,11 +258,8 @@ fn privacy_json(st: &AppState, user: &str) -> Response {
     Json(json!({ "user": user, "public": st.music.listens_public(user) })).into_response()
 }
 
-async fn privacy(State(st): State<AppState>, h: HeaderMap) -> Response {
-    match session_user(&st, &h) {
-        Some(u) => privacy_json(&st, &u),
-        None => err(StatusCode::UNAUTHORIZED, "not logged in"),
-    }
+async fn privacy(State(st): State<AppState>, User(u, _): User) -> Response {
+    privacy_json(&st, &u)
 }
 
 #[derive(Deserialize)]
@@ -278,17 +269,11 @@ struct PrivacyForm {
 
 /// Makes the user's listening history public (`{"public": true}`) or
 /// private again. CSRF-checked; the user is the session's.
-async fn set_privacy(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
-    if !csrf_ok(&h) {
-        return err(StatusCode::FORBIDDEN, "cross-site request refused");
-    }
-    let Some(user) = session_user(&st, &h) else {
-        return err(StatusCode::UNAUTHORIZED, "not logged in");
-    };
-    let form: PrivacyForm = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
+async fn set_privacy(
+    State(st): State<AppState>,
+    User(user, _): User,
+    SmallJson(form): SmallJson<PrivacyForm>,
+) -> Response {
     let (m, u) = (st.music.clone(), user.clone());
     match tokio::task::spawn_blocking(move || m.set_listens_public(&u, form.public)).await {
         Ok(Ok(())) => privacy_json(&st, &user),
@@ -302,14 +287,9 @@ async fn set_privacy(State(st): State<AppState>, h: HeaderMap, body: Body) -> Re
 
 /// `{"user", "admin"}`: who the session is, and whether the page shows
 /// the admin page.
-async fn me(State(st): State<AppState>, h: HeaderMap) -> Response {
-    match session_user(&st, &h) {
-        Some(u) => {
-            let admin = st.accounts.is_admin(&u);
-            Json(json!({ "user": u, "admin": admin })).into_response()
-        }
-        None => err(StatusCode::UNAUTHORIZED, "not logged in"),
-    }
+async fn me(State(st): State<AppState>, User(u, _): User) -> Response {
+    let admin = st.accounts.is_admin(&u);
+    Json(json!({ "user": u, "admin": admin })).into_response()
 }
 
 /// Largest body a UI POST may send: 16 KiB. The largest is a login (a
@@ -351,10 +331,8 @@ async fn stream(
     method: Method,
     h: HeaderMap,
     Path(id): Path<String>,
+    User(user, _): User,
 ) -> Response {
-    let Some(user) = session_user(&st, &h) else {
-        return err(StatusCode::UNAUTHORIZED, "not logged in");
-    };
     let st2 = st.clone();
     let user2 = user.clone();
     let found = tokio::task::spawn_blocking(move || {
@@ -391,7 +369,7 @@ async fn stream(
     };
     let head = method == Method::HEAD;
     if let Some((p, t)) = transcode {
-        return match crate::transcode::serve(&st, p, t, &h, head, false, &user).await {
+        return match crate::transcode::serve(&st, p, t, &h, head, false, &user, None).await {
             Ok((r, _)) => r,
             Err(e) => crate::transcode::error_response(&e),
         };

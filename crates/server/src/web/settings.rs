@@ -9,16 +9,16 @@
     reason = "the error is the axum Response sent straight back; boxing it buys nothing once per request"
 )]
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{csrf_ok, err, session_user, small_json};
+use super::err;
+use super::extract::{Role, SmallJson, User};
 use crate::accounts::{AccountError, Revoked, DEFAULT_TIME_ZONE};
 use crate::state::AppState;
 
@@ -29,20 +29,18 @@ pub(super) fn router() -> Router<AppState> {
         .route("/ui/api/me/apikeys/revoke", post(revoke_key))
 }
 
-/// The session's user for a read; for a POST, also the CSRF header and
-/// the settings role.
-fn user(st: &AppState, h: &HeaderMap, post: bool) -> Result<String, Response> {
-    if post && !csrf_ok(h) {
-        return Err(err(StatusCode::FORBIDDEN, "cross-site request refused"));
+/// The role a change needs (a read needs only a session): the Subsonic
+/// settings role.
+#[derive(Default)]
+struct Changer;
+
+impl Role for Changer {
+    const REFUSAL: &'static str =
+        "you may not change your settings: ask an administrator for the settings role";
+
+    fn held(st: &AppState, user: &str) -> bool {
+        st.accounts.roles(user).is_some_and(|r| r.settings)
     }
-    let u = session_user(st, h).ok_or_else(|| err(StatusCode::UNAUTHORIZED, "not logged in"))?;
-    if post && !st.accounts.roles(&u).is_some_and(|r| r.settings) {
-        return Err(err(
-            StatusCode::FORBIDDEN,
-            "you may not change your settings: ask an administrator for the settings role",
-        ));
-    }
-    Ok(u)
 }
 
 fn account_err(e: AccountError) -> Response {
@@ -75,11 +73,8 @@ fn settings_json(st: &AppState, user: &str) -> Response {
 }
 
 /// `GET /ui/api/me/settings`.
-async fn settings(State(st): State<AppState>, h: HeaderMap) -> Response {
-    match user(&st, &h, false) {
-        Ok(u) => settings_json(&st, &u),
-        Err(r) => r,
-    }
+async fn settings(State(st): State<AppState>, User(u, _): User) -> Response {
+    settings_json(&st, &u)
 }
 
 #[derive(Deserialize)]
@@ -89,15 +84,11 @@ struct SettingsForm {
 
 /// `POST /ui/api/me/settings` `{"timezone"}`: an IANA name (`""`: back to
 /// UTC); `400` names a zone the database does not know.
-async fn set_settings(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
-    let u = match user(&st, &h, true) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
-    let f: SettingsForm = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
+async fn set_settings(
+    State(st): State<AppState>,
+    User(u, Changer): User<Changer>,
+    SmallJson(f): SmallJson<SettingsForm>,
+) -> Response {
     if let Some(tz) = f.timezone {
         if let Err(e) = st.accounts.set_time_zone(&u, &tz) {
             return account_err(e);
@@ -113,15 +104,11 @@ struct NewKey {
 
 /// `POST /ui/api/me/apikeys` `{"app"}`: a new API key for one app:
 /// `{"key", "id", "app"}`, the key shown this once.
-async fn add_key(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
-    let u = match user(&st, &h, true) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
-    let f: NewKey = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
+async fn add_key(
+    State(st): State<AppState>,
+    User(u, Changer): User<Changer>,
+    SmallJson(f): SmallJson<NewKey>,
+) -> Response {
     match st.accounts.add_app_key(&u, &f.app, st.now()) {
         Ok((key, id)) => {
             tracing::info!(user = %u, id = %id, "API key made");
@@ -138,15 +125,11 @@ struct RevokeForm {
 
 /// `POST /ui/api/me/apikeys/revoke` `{"id"}`: ends one of the user's own
 /// API keys; `404` if none of theirs has that id.
-async fn revoke_key(State(st): State<AppState>, h: HeaderMap, body: Body) -> Response {
-    let u = match user(&st, &h, true) {
-        Ok(u) => u,
-        Err(r) => return r,
-    };
-    let f: RevokeForm = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
+async fn revoke_key(
+    State(st): State<AppState>,
+    User(u, Changer): User<Changer>,
+    SmallJson(f): SmallJson<RevokeForm>,
+) -> Response {
     // Ids only, and the user's own: a session key is not revoked here.
     let mine = st
         .accounts

@@ -21,15 +21,15 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 
 use argon2::password_hash::rand_core::{OsRng, RngCore};
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{csrf_ok, err, small_json};
+use super::err;
+use super::extract::{Csrf, SmallJson};
 use crate::accounts::{constant_eq, Accounts, Profile, Roles};
 use crate::auth_guard::ClientIp;
 use crate::state::{lock, AppState};
@@ -145,15 +145,9 @@ pub(super) async fn create(
     State(st): State<AppState>,
     ClientIp(ip): ClientIp,
     h: HeaderMap,
-    body: Body,
+    _: Csrf,
+    SmallJson(form): SmallJson<SetupForm>,
 ) -> Response {
-    if !csrf_ok(&h) {
-        return err(StatusCode::FORBIDDEN, "cross-site request refused");
-    }
-    let form: SetupForm = match small_json(&st, body).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
     let local = is_local(ip, &h);
     let st2 = st.clone();
     let made = tokio::task::spawn_blocking(move || {
@@ -188,17 +182,13 @@ pub(super) async fn create(
         Ok(u) => u,
         Err(r) => return r,
     };
-    let cookie = super::start_session(&st, &user, &h, ip);
-    let mut r = Json(json!({ "user": user, "admin": true })).into_response();
-    if let Ok(v) = HeaderValue::from_str(&cookie) {
-        r.headers_mut().insert(header::SET_COOKIE, v);
-    }
-    r
+    super::logged_in(&st, &user, true, &h, ip)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::HeaderValue;
 
     #[test]
     fn a_code_has_three_groups_of_four_unambiguous_characters() {

@@ -3,9 +3,6 @@
 
 pub mod backup;
 pub mod bench;
-pub mod bench_covers;
-pub mod bench_subsonic;
-pub mod bench_transcode;
 pub mod config;
 pub mod db;
 pub mod iobench;

@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use spindle_tiers::sim::{self, Plan, PolicyKind, SimOptions};
+use spindle_tiers::sim::{self, Plan, SimOptions};
 
 /// Subcommands of `spindle tiers`.
 #[derive(Debug, Subcommand)]
@@ -23,44 +23,8 @@ pub enum TiersCommand {
 /// Arguments of `spindle tiers simulate`.
 #[derive(Debug, clap::Args)]
 pub struct SimulateArgs {
-    /// Tracks in the synthetic catalogue.
-    #[arg(long, default_value_t = 100_000)]
-    pub tracks: usize,
-    /// Requests per synthetic trace.
-    #[arg(long, default_value_t = 5_000_000)]
-    pub requests: usize,
-    /// Seed of the synthetic catalogue and traces.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Plays of listening history before each synthetic trace, drawn from
-    /// the popularity of that time and replayed into the policies that
-    /// count popularity, as `spindle serve` replays its listens at start
-    /// [default: a fifth of --requests; 0: a cold start with no history].
-    #[arg(long, value_name = "PLAYS")]
-    pub history: Option<usize>,
-    /// Zipf exponents of the synthetic traces.
-    #[arg(long, value_delimiter = ',', default_value = "0.6,0.8,1.0,1.2")]
-    pub exponents: Vec<f64>,
-    /// Hot-tier sizes, in percent of the catalogue's bytes.
-    #[arg(long, value_delimiter = ',', default_value = "1,5,10,20")]
-    pub capacities: Vec<f64>,
-    /// Synthetic workloads: stationary, shifting [default: both, or none
-    /// with --replay].
-    #[arg(long, value_delimiter = ',')]
-    pub workloads: Option<Vec<String>>,
-    /// Policies to compare [default: all].
-    #[arg(long, value_delimiter = ',', value_parser = PolicyKind::parse)]
-    pub policies: Option<Vec<PolicyKind>>,
-    /// Replay the server's access log (`unix_ms<TAB>track_id<TAB>bytes`
-    /// lines; see docs/tiers-policy.md).
-    #[arg(long, value_name = "FILE")]
-    pub replay: Option<PathBuf>,
-    /// A small run for smoke tests: 10,000 tracks, 300,000 requests.
-    #[arg(long)]
-    pub quick: bool,
-    /// Worker threads [default: the number of cores].
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub sim: SimOptions,
     /// Print the results as JSON (to FILE, or to stdout instead of the
     /// tables).
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
@@ -81,19 +45,7 @@ pub fn run(cmd: &TiersCommand, data_dir: &Path) -> anyhow::Result<()> {
 }
 
 fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
-    let mut plan = Plan::prepare(&SimOptions {
-        tracks: args.tracks,
-        requests: args.requests,
-        seed: args.seed,
-        history: args.history,
-        exponents: args.exponents.clone(),
-        capacities_percent: args.capacities.clone(),
-        workloads: args.workloads.clone(),
-        policies: args.policies.clone(),
-        replay: args.replay.clone(),
-        quick: args.quick,
-        threads: args.threads,
-    })?;
+    let mut plan = Plan::prepare(&args.sim)?;
     eprintln!("{plan}");
     let (expected, per_trace) = (plan.traces(), plan.runs_per_trace());
     let bar = progress_bar((expected * per_trace) as u64);

@@ -151,25 +151,6 @@ fn read_password(name: &str, from_stdin: bool) -> anyhow::Result<String> {
     Ok(pw)
 }
 
-fn roles_text(p: &Profile) -> String {
-    let r = p.roles.effective();
-    if r.admin {
-        return "admin".into();
-    }
-    let named = [
-        ("stream", r.stream),
-        ("download", r.download),
-        ("playlist", r.playlist),
-        ("rate", r.comment),
-        ("share", r.share),
-        ("upload", r.upload),
-        ("settings", r.settings),
-        ("covers", r.cover_art),
-    ];
-    let on: Vec<&str> = named.iter().filter(|(_, b)| *b).map(|(n, _)| *n).collect();
-    format!("user ({})", on.join(", "))
-}
-
 pub fn run_user(cmd: &UserCommand, data_dir: &Path) -> anyhow::Result<()> {
     let acc = open_accounts(data_dir)?;
     match cmd {
@@ -187,7 +168,7 @@ pub fn run_user(cmd: &UserCommand, data_dir: &Path) -> anyhow::Result<()> {
                     let ids: Vec<String> = p.folders.iter().map(u32::to_string).collect();
                     format!("folders {}", ids.join(","))
                 };
-                println!("{name}\t{}\t{folders}", roles_text(&p));
+                println!("{name}\t{}\t{folders}", p.roles.summary());
             }
         }
         UserCommand::Add {

@@ -12,30 +12,52 @@ use std::time::Instant;
 use super::replay::{self, ReplayError};
 use super::{chart, report, targets, workload, Cell, PolicyKind, Progress, Synthetic, Trace};
 
-/// What a run asks for; [`Plan::prepare`] checks it.
-#[derive(Debug, Clone, PartialEq)]
+/// What a run asks for (the arguments of `spindle tiers simulate`);
+/// [`Plan::prepare`] checks it.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct SimOptions {
     /// Tracks in the synthetic catalogue.
+    #[arg(long, default_value_t = 100_000)]
     pub tracks: usize,
     /// Requests per synthetic trace.
+    #[arg(long, default_value_t = 5_000_000)]
     pub requests: usize,
+    /// Seed of the synthetic catalogue and traces.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Plays of listening history before each synthetic trace (default: a
-    /// fifth of the requests).
+    /// Plays of listening history before each synthetic trace, drawn from
+    /// the popularity of that time and replayed into the policies that
+    /// count popularity, as `spindle serve` replays its listens at start
+    /// [default: a fifth of --requests; 0: a cold start with no history].
+    #[arg(long, value_name = "PLAYS")]
     pub history: Option<usize>,
     /// Zipf exponents of the synthetic traces.
+    #[arg(long, value_delimiter = ',', default_value = "0.6,0.8,1.0,1.2")]
     pub exponents: Vec<f64>,
-    /// Hot-tier sizes in percent of the catalogue's bytes.
+    /// Hot-tier sizes, in percent of the catalogue's bytes.
+    #[arg(
+        long = "capacities",
+        value_name = "CAPACITIES",
+        value_delimiter = ',',
+        default_value = "1,5,10,20"
+    )]
     pub capacities_percent: Vec<f64>,
-    /// `stationary`, `shifting` (default: both, or none with a replay).
+    /// Synthetic workloads: stationary, shifting [default: both, or none
+    /// with --replay].
+    #[arg(long, value_delimiter = ',')]
     pub workloads: Option<Vec<String>>,
-    /// Default: all.
+    /// Policies to compare [default: all].
+    #[arg(long, value_delimiter = ',', value_parser = PolicyKind::parse)]
     pub policies: Option<Vec<PolicyKind>>,
-    /// The server's access log to replay.
+    /// Replay the server's access log (`unix_ms<TAB>track_id<TAB>bytes`
+    /// lines; see docs/tiers-policy.md).
+    #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
-    /// 10,000 tracks and 300,000 requests instead of `tracks`, `requests`.
+    /// A small run for smoke tests: 10,000 tracks, 300,000 requests.
+    #[arg(long)]
     pub quick: bool,
-    /// Default: the number of cores.
+    /// Worker threads [default: the number of cores].
+    #[arg(long)]
     pub threads: Option<usize>,
 }
 
