@@ -39,6 +39,7 @@ SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
     "$ROOT/tests/interop/test_subsonic_lists.py" \
     "$ROOT/tests/interop/test_covers.py" \
     "$ROOT/tests/interop/test_web_ui.py" \
+    "$ROOT/tests/interop/test_review_page.py" \
     "$ROOT/tests/interop/test_web_transcode.py" \
     "$ROOT/tests/interop/test_first_run.py" \
     "$ROOT/tests/interop/test_accounts_cli.py" \

@@ -308,7 +308,11 @@ def test_a_huge_query_string_and_stalled_clients_do_not_stop_the_server(srv):
         status = 200
     except urllib.error.HTTPError as e:
         status = e.code
-    assert status in (400, 414, 431)
+    except (urllib.error.URLError, ConnectionError):
+        # The server answered and closed while the client was still
+        # sending its megabyte: the reset is the refusal, seen first.
+        status = "reset"
+    assert status in (400, 414, 431, "reset")
     # Clients that send half a request, or ask for a stream and never read.
     r = run(with_conn(srv, lambda c: c.search3("Murder Song")))
     stalled = []

@@ -160,8 +160,9 @@ def test_artist_page_queue_now_playing_recent_listens_and_charts(base):
         ids = await p.eval("queue.map(s => s.id)")
         now_ms = int(time.time() * 1000)
         day = 86_400_000
-        # (Distinct seconds: the same track at the same second is one listen.)
-        plays = [(ids[0], now_ms - k * day - 60_000 - j * 1000)
+        # (Two minutes apart: the same track within the dedupe window,
+        # 30 s by default, is one play sent twice.)
+        plays = [(ids[0], now_ms - k * day - 60_000 - j * 120_000)
                  for j, k in enumerate((0, 1, 1, 3, 9, 40))]
         plays += [(ids[1], now_ms - k * day - 120_000) for k in (0, 2, 200)]
         subsonic(base, "scrobble", id=[i for i, _ in plays], time=[t for _, t in plays])

@@ -31,8 +31,8 @@ def check(cond, what):
         failures.append(what)
 
 
-def spawn(args, **kw):
-    p = subprocess.Popen(args, env=ENV, **kw)
+def spawn(args, extra_env=None, **kw):
+    p = subprocess.Popen(args, env={**ENV, **(extra_env or {})}, **kw)
     started.append(p)
     return p
 
@@ -72,7 +72,11 @@ for u in ("alice", "bob"):
 
 
 def start_server(listen="127.0.0.1:0"):
-    p = spawn([BIN, "--data-dir", data, "serve", "--listen", listen], stdout=subprocess.PIPE, text=True)
+    # mpv plays at SPEED times real time, so a track on repeat starts again
+    # sooner than its length: the server's dedupe window (the same play
+    # sent twice, `[listens] dedupe_window_secs`) is set to the same second.
+    p = spawn([BIN, "--data-dir", data, "serve", "--listen", listen], stdout=subprocess.PIPE, text=True,
+              extra_env={"SPINDLE_LISTENS_DEDUPE_WINDOW_SECS": "0"})
     seen = []
     for line in p.stdout:
         seen.append(line)

@@ -22,6 +22,8 @@
 //!   and search methods over a generated library of 100,000 tracks.
 //! * `bench transcode` ([`transcode`]): transcodes through `stream`
 //!   against the same ffmpeg command run directly.
+//! * `bench forward` ([`forward`]): forwarding through the journal to
+//!   a local Spindle, and the drain after a one-hour outage.
 //! * `tiers bench-devices` ([`devices`]): reads chosen by `%util` against
 //!   by measured latency, over a fast and a slow throttled device.
 //!
@@ -54,6 +56,7 @@
 pub mod covers;
 pub mod devices;
 mod error;
+pub mod forward;
 pub mod gen;
 pub mod load;
 pub mod proc;

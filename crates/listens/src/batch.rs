@@ -1,12 +1,11 @@
 //! What the submit and replay paths work out for each listen before they
 //! take the index lock: its names normalised (once, into one buffer per
-//! batch) and its dedupe key.
+//! batch) and its dedupe keys; and the dedupe set, [`Seen`].
 
 use std::collections::hash_map::RandomState;
-use std::collections::HashSet;
-use std::hash::{BuildHasher, BuildHasherDefault};
+use std::hash::BuildHasher;
 
-use crate::index::IdHasher;
+use crate::index::IdMap;
 use crate::model::ListenRef;
 use crate::normalise::normalise_into;
 
@@ -20,18 +19,16 @@ pub(crate) struct Norms<'a> {
     pub album_artist: &'a str,
 }
 
-/// The identity of a listen — (user, timestamp, normalised artist,
-/// normalised title) — hashed to 128 bits by two SipHash keys drawn for
-/// this process. Clients cannot aim collisions at keys they do not know,
-/// and a chance one (about n²/2¹²⁹) is far below a disk's error rate. The
-/// set is rebuilt from the log on open, so keys need not be stable
-/// across runs.
+/// The track of a listen — (user, normalised artist, normalised title) —
+/// and its (user, MusicBrainz id), hashed to 128 bits by two SipHash keys
+/// drawn for this process. Clients cannot aim collisions at keys they do
+/// not know, and a chance one (about n²/2¹²⁹) is far below a disk's error
+/// rate. The set is rebuilt from the log on open, so keys need not be
+/// stable across runs.
 pub(crate) struct DedupeHasher {
     a: RandomState,
     b: RandomState,
 }
-
-pub(crate) type Seen = HashSet<u128, BuildHasherDefault<IdHasher>>;
 
 impl DedupeHasher {
     pub(crate) fn new() -> DedupeHasher {
@@ -41,9 +38,144 @@ impl DedupeHasher {
         }
     }
 
-    fn key(&self, user: &str, timestamp: i64, artist: &str, title: &str) -> u128 {
-        let one = |s: &RandomState| s.hash_one((user, timestamp, artist, title));
+    fn key(&self, user: &str, artist: &str, title: &str) -> u128 {
+        let one = |s: &RandomState| s.hash_one((user, artist, title));
         (u128::from(one(&self.a)) << 64) | u128::from(one(&self.b))
+    }
+
+    fn mbid_key(&self, user: &str, mbid: &str) -> u128 {
+        let one = |s: &RandomState| s.hash_one((1u8, user, mbid));
+        (u128::from(one(&self.a)) << 64) | u128::from(one(&self.b))
+    }
+
+    /// The key of a listen whose names are already normalised.
+    pub(crate) fn key_of(&self, user: &str, ts: i64, artist: &str, title: &str) -> Key {
+        Key {
+            track: self.key(user, artist, title),
+            mbid: None,
+            ts,
+            duration: u32::MAX,
+        }
+    }
+}
+
+/// What the dedupe set knows of a listen: its track, its recording (when
+/// it has a MusicBrainz id), when it started and how long it is
+/// (`u32::MAX`: unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Key {
+    pub track: u128,
+    pub mbid: Option<u128>,
+    pub ts: i64,
+    pub duration: u32,
+}
+
+/// A tenth of a track's length widens the dedupe window only up to this
+/// track length, in seconds (so 6 minutes at most): a 10-hour recording
+/// does not make every play of it within an hour a duplicate.
+pub const MAX_DEDUPE_TRACK_SECS: u32 = 3600;
+
+/// The start times of every listen recorded (or being recorded), per
+/// track and per recording: a listen is a duplicate when one of the same
+/// user and track (or MusicBrainz recording) started within the window of
+/// it. Start times are kept sorted per key.
+pub(crate) struct Seen {
+    /// Seconds; 0: only the same start time is a duplicate.
+    window: i64,
+    tracks: IdMap<u128, Vec<i64>>,
+    mbids: IdMap<u128, Vec<i64>>,
+}
+
+/// Whether `times` (sorted) holds one within `w` of `ts`.
+fn near(times: Option<&Vec<i64>>, ts: i64, w: i64) -> bool {
+    let Some(v) = times else {
+        return false;
+    };
+    let i = v.partition_point(|&t| t < ts.saturating_sub(w));
+    v.get(i).is_some_and(|&t| t <= ts.saturating_add(w))
+}
+
+fn put(map: &mut IdMap<u128, Vec<i64>>, k: u128, ts: i64) {
+    let v = map.entry(k).or_default();
+    let i = v.partition_point(|&t| t <= ts);
+    v.insert(i, ts);
+}
+
+fn take(map: &mut IdMap<u128, Vec<i64>>, k: u128, ts: i64) {
+    if let Some(v) = map.get_mut(&k) {
+        if let Some(i) = v.iter().rposition(|&t| t == ts) {
+            v.remove(i);
+        }
+        if v.is_empty() {
+            map.remove(&k);
+        }
+    }
+}
+
+impl Seen {
+    /// A set where listens starting within `window` seconds of each other
+    /// (or a tenth of the track's length, when that is longer, but less
+    /// than half of it) are one.
+    pub(crate) fn new(window: i64) -> Seen {
+        Seen {
+            window: window.max(0),
+            tracks: IdMap::default(),
+            mbids: IdMap::default(),
+        }
+    }
+
+    /// The window for a listen `duration` seconds long: the set's window,
+    /// widened to a tenth of the length, but always under half of it — a
+    /// track on repeat starts again a whole length later, and each of
+    /// those plays counts.
+    fn window_for(&self, duration: u32) -> i64 {
+        if self.window == 0 || duration == u32::MAX || duration == 0 {
+            return self.window;
+        }
+        let d = duration.min(MAX_DEDUPE_TRACK_SECS);
+        self.window
+            .max(i64::from(d / 10))
+            .min(i64::from(d.saturating_sub(1) / 2))
+    }
+
+    /// Records a listen unless it is a duplicate (submissions); returns
+    /// whether it was new.
+    pub(crate) fn insert(&mut self, k: &Key) -> bool {
+        let w = self.window_for(k.duration);
+        if near(self.tracks.get(&k.track), k.ts, w)
+            || k.mbid.is_some_and(|m| near(self.mbids.get(&m), k.ts, w))
+        {
+            return false;
+        }
+        self.add(k);
+        true
+    }
+
+    /// Records a listen unless one of the same track started at the same
+    /// second (replay: the log holds what the writer let through, under
+    /// whatever window it had then).
+    pub(crate) fn insert_exact(&mut self, k: &Key) -> bool {
+        if near(self.tracks.get(&k.track), k.ts, 0) {
+            return false;
+        }
+        self.add(k);
+        true
+    }
+
+    /// Records a listen without looking for a duplicate.
+    pub(crate) fn add(&mut self, k: &Key) {
+        put(&mut self.tracks, k.track, k.ts);
+        if let Some(m) = k.mbid {
+            put(&mut self.mbids, m, k.ts);
+        }
+    }
+
+    /// Forgets a listen recorded by [`Seen::insert`] (its write failed).
+    pub(crate) fn remove(&mut self, k: &Key) {
+        take(&mut self.tracks, k.track, k.ts);
+        if let Some(m) = k.mbid {
+            take(&mut self.mbids, m, k.ts);
+        }
     }
 }
 
@@ -54,7 +186,7 @@ pub(crate) struct Prepared {
     /// Per listen, where its artist, title, album and album artist start
     /// in `buf`, and where the album artist ends.
     spans: Vec<[u32; 5]>,
-    pub keys: Vec<u128>,
+    pub keys: Vec<Key>,
 }
 
 impl Prepared {
@@ -73,7 +205,7 @@ impl Prepared {
     }
 
     /// Normalises a listen's names and computes its key; returns the key.
-    pub(crate) fn push(&mut self, h: &DedupeHasher, l: &ListenRef<'_>) -> u128 {
+    pub(crate) fn push(&mut self, h: &DedupeHasher, l: &ListenRef<'_>) -> Key {
         let mut span = [0u32; 5];
         let at = |b: &String| b.len() as u32;
         span[0] = at(&self.buf);
@@ -89,7 +221,19 @@ impl Prepared {
         }
         span[4] = at(&self.buf);
         let s = |i: usize| &self.buf[span[i] as usize..span[i + 1] as usize];
-        let key = h.key(l.user, l.timestamp, s(0), s(1));
+        let mbid = l.mbid.trim();
+        let key = Key {
+            track: h.key(l.user, s(0), s(1)),
+            mbid: (!mbid.is_empty()).then(|| {
+                if mbid.bytes().any(|b| b.is_ascii_uppercase()) {
+                    h.mbid_key(l.user, &mbid.to_ascii_lowercase())
+                } else {
+                    h.mbid_key(l.user, mbid)
+                }
+            }),
+            ts: l.timestamp,
+            duration: l.duration,
+        };
         self.spans.push(span);
         self.keys.push(key);
         key
@@ -117,7 +261,8 @@ mod tests {
         let h = DedupeHasher::new();
         let mut p = Prepared::default();
         let key = |p: &mut Prepared, u: &str, ts: i64, a: &str, t: &str| {
-            p.push(&h, &Listen::new(u, ts, a, t).as_ref())
+            let k = p.push(&h, &Listen::new(u, ts, a, t).as_ref());
+            (k.track, k.ts)
         };
         let k = key(&mut p, "u", 5, "The  Band", "Song");
         assert_eq!(key(&mut p, "u", 5, " the band ", "SONG"), k);

@@ -67,3 +67,56 @@ impl From<crate::limits::LimitError> for AppendError {
         }
     }
 }
+
+/// A correction ([`crate::Listens::edit`], `delete`, `merge_artist`,
+/// `undo`) was refused or could not be written; nothing was written
+/// unless the error is [`CorrectionError::Append`] of a failed write.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CorrectionError {
+    #[error("{user} has no listen of '{artist}' – '{title}' starting at {timestamp} (UNIX seconds); list the listens to find its start time")]
+    NoSuchListen {
+        user: String,
+        timestamp: i64,
+        artist: String,
+        title: String,
+    },
+    #[error("{user} has no listens of '{artist}' – '{title}'; names are compared ignoring case and extra spaces")]
+    NoSuchTrack {
+        user: String,
+        artist: String,
+        title: String,
+    },
+    #[error("{user} has no listens of the artist '{artist}'; names are compared ignoring case and extra spaces")]
+    NoSuchArtist { user: String, artist: String },
+    #[error("{user} has no correction {id}; list them to see their ids")]
+    NoSuchCorrection { user: String, id: u64 },
+    #[error("correction {id} was already undone")]
+    AlreadyUndone { id: u64 },
+    #[error("{reason}")]
+    Invalid { reason: &'static str },
+    #[error(transparent)]
+    Append(#[from] AppendError),
+}
+
+impl CorrectionError {
+    /// Whether the request is at fault (an API answers 400 or 404), not
+    /// the disk.
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            CorrectionError::Append(e) => e.is_refusal(),
+            _ => true,
+        }
+    }
+
+    /// Whether what it names does not exist (an API answers 404).
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            CorrectionError::NoSuchListen { .. }
+                | CorrectionError::NoSuchTrack { .. }
+                | CorrectionError::NoSuchArtist { .. }
+                | CorrectionError::NoSuchCorrection { .. }
+        )
+    }
+}

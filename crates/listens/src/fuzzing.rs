@@ -4,7 +4,7 @@
 //! that gives fuzzed records valid checksums so the fuzzer gets past them
 //! to the decoder behind.
 
-use crate::log::{self, ReadError, HEADER_LEN, MAGIC, VERSION};
+use crate::log::{self, ReadError, HEADER_LEN, MAGIC, VERSION_1};
 use crate::model::Event;
 
 /// What [`read_log`] found in a log file.
@@ -35,18 +35,19 @@ pub fn read_log(bytes: &[u8]) -> Result<LogSummary, Refused> {
         return Err(Refused::Short);
     }
     let mut events = Vec::new();
-    match log::read_log(bytes, 0, |e| events.push(e.to_owned())) {
+    match log::read_log(bytes, 0, |e| events.push(e.into_owned())) {
         Ok(good_end) => Ok(LogSummary { events, good_end }),
         Err(ReadError::BadHeader { .. }) => Err(Refused::BadHeader),
         Err(ReadError::Damaged { offset, .. }) => Err(Refused::Damaged(offset)),
     }
 }
 
-/// A valid log header.
+/// A valid log header, as a new log has it (version 1 until its first
+/// correction; version 2 reads the same).
 pub fn log_header() -> Vec<u8> {
     let mut h = Vec::with_capacity(HEADER_LEN as usize);
     h.extend_from_slice(MAGIC);
-    h.extend_from_slice(&VERSION.to_le_bytes());
+    h.extend_from_slice(&VERSION_1.to_le_bytes());
     h.extend_from_slice(&0u32.to_le_bytes());
     h
 }

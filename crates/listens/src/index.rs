@@ -10,6 +10,11 @@ use crate::batch::Norms;
 use crate::model::{Listen, ListenRef};
 use crate::normalise::normalise;
 
+mod fix;
+mod stats;
+
+pub(crate) use fix::Fix;
+
 pub(crate) const DAY: i64 = 86_400;
 
 /// A multiply-rotate hasher (FxHash's) for keys that are our own ids:
@@ -101,7 +106,7 @@ impl Interner {
 }
 
 /// A stored listen, its strings interned.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Rec {
     ts: i64,
     user: u32,
@@ -136,6 +141,25 @@ impl Counts {
         }
         *self.tracks.entry(t).or_default() += 1;
     }
+
+    /// Takes back one [`Counts::add`] of the same keys; a key whose count
+    /// reaches 0 is gone (the charts' totals count keys).
+    fn sub(&mut self, a: ArtistK, al: Option<PairK>, t: PairK) {
+        fn dec<K: std::hash::Hash + Eq>(m: &mut IdMap<K, u32>, k: K) {
+            if let Some(n) = m.get_mut(&k) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    m.remove(&k);
+                }
+            }
+        }
+        self.listens = self.listens.saturating_sub(1);
+        dec(&mut self.artists, a);
+        if let Some(al) = al {
+            dec(&mut self.albums, al);
+        }
+        dec(&mut self.tracks, t);
+    }
 }
 
 #[derive(Default)]
@@ -145,6 +169,14 @@ struct UserIdx {
     days: BTreeMap<i64, Counts>,
     /// (normalised artist, normalised title) → (when, artist, title) as given.
     loved: IdMap<PairK, (i64, u32, u32)>,
+    /// The user's corrections, in the order applied ([`fix`]).
+    fixes: Vec<Fix>,
+    /// Listens a correction changed: index in `recs` → the listen as it
+    /// counts now (a deleted listen is only gone from `by_time`).
+    edited: IdMap<u32, Rec>,
+    /// Track edits and merges in force, in order: applied to each listen
+    /// recorded after them.
+    rules: Vec<crate::correction::Correction>,
 }
 
 #[derive(Default)]
@@ -305,6 +337,14 @@ impl Index {
         };
         let idx = self.recs.len() as u32;
         self.recs.push(rec);
+        if self.users.get(&user).is_some_and(|u| !u.rules.is_empty()) {
+            // A user with track edits or merges: their rules first.
+            if let Some(mut u) = self.users.remove(&user) {
+                self.add_ruled(&mut u, idx);
+                self.users.insert(user, u);
+            }
+            return;
+        }
         let u = self.users.entry(user).or_default();
         u.by_time.insert((l.timestamp, idx));
         u.total.add(a, album, (a, t));
@@ -331,6 +371,16 @@ impl Index {
 
     fn user(&self, user: &str) -> Option<&UserIdx> {
         self.users.get(&self.strs.get(user)?)
+    }
+
+    /// Listen `i` of `u` as it counts now: as recorded, or as corrected.
+    fn view<'a>(&'a self, u: &'a UserIdx, i: u32) -> Option<&'a Rec> {
+        if !u.edited.is_empty() {
+            if let Some(r) = u.edited.get(&i) {
+                return Some(r);
+            }
+        }
+        self.recs.get(i as usize)
     }
 
     fn listen(&self, r: &Rec) -> Listen {
@@ -377,7 +427,7 @@ impl Index {
             .rev()
             .skip(skip)
             .take(q.limit)
-            .filter_map(|&(_, i)| self.recs.get(i as usize).map(|r| self.listen(r)))
+            .filter_map(|&(_, i)| self.view(u, i).map(|r| self.listen(r)))
             .collect();
         Page { listens, total }
     }
@@ -439,7 +489,7 @@ impl Index {
                 let mut acc: IdMap<(u32, u32), u32> = IdMap::default();
                 let mut from_recs = |a: i64, b: i64| {
                     for &(_, i) in u.by_time.range((a, 0)..=(b, u32::MAX)) {
-                        if let Some(r) = self.recs.get(i as usize) {
+                        if let Some(r) = self.view(u, i) {
                             if let Some(k) = self.chart_key(r, kind) {
                                 if keep(&k) {
                                     *acc.entry(k).or_default() += 1;

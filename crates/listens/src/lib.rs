@@ -8,7 +8,12 @@
 //! recent listens per user by time, chart counters (overall totals and
 //! per-day buckets for top artists, albums and tracks), listens per day,
 //! loved tracks, and the dedupe set that makes a repeated
-//! (user, artist, title, timestamp) count once whichever API it came by.
+//! (user, artist, title, timestamp) count once whichever API it came by
+//! (with [`Options::dedupe_window`], any two starts of one track or
+//! MusicBrainz recording within the window). Corrections — an edit, a
+//! delete, an artist merge, an undo ([`Listens::correct`],
+//! [`Correction`]) — are records of the log too, so the history stays
+//! append-only and replayable, and the indexes follow them.
 //!
 //! Main types: [`Listens`] (the store), [`Listen`] (one play),
 //! [`ChartKind`]/[`Chart`] (top lists) and [`RecentQuery`]/[`Page`].
@@ -33,6 +38,8 @@
 #![forbid(unsafe_code)]
 
 mod batch;
+mod correction;
+mod corrections;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -43,11 +50,17 @@ mod log;
 mod model;
 mod normalise;
 mod store;
+pub mod tail;
 
-pub use error::{AppendError, OpenError};
+pub use batch::MAX_DEDUPE_TRACK_SECS;
+pub use correction::{
+    Changes, Corrected, Correction, CorrectionInfo, Target, MAX_CORRECTION_PAYLOAD,
+};
+pub use error::{AppendError, CorrectionError, OpenError};
 pub use import::{parse_export, ImportError};
 pub use index::{Chart, ChartKind, ChartQuery, ChartRow, Loved, Page, RecentQuery, UserSummary};
 pub use limits::{check_love_limits, LimitError};
 pub use model::{Event, Listen};
 pub use normalise::normalise;
-pub use store::{Listens, OpenReport, Submitted, LOG_FILE};
+pub use store::{Listens, OpenReport, Options, Submitted, DEFAULT_DEDUPE_WINDOW, LOG_FILE};
+pub use tail::{TailError, TailRead};

@@ -4,7 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
@@ -16,7 +16,15 @@ use crate::error::{AppendError, OpenError};
 use crate::model::EventRef;
 
 pub(crate) const MAGIC: &[u8; 8] = b"SPNDLSTN";
-pub(crate) const VERSION: u32 = 1;
+/// The format version this build writes in a new log's header: 2, whose
+/// records may include corrections (kinds 4 to 7). A version 1 log (only
+/// listens and loves) is read as it is and rewritten as version 2 just
+/// before its first correction, so an older Spindle, which knows only
+/// version 1, refuses it by its version instead of taking the new records
+/// for damage.
+pub(crate) const VERSION: u32 = 2;
+/// The first version: listens and love events only.
+pub(crate) const VERSION_1: u32 = 1;
 pub(crate) const HEADER_LEN: u64 = 16;
 /// A record larger than this is taken as damage, not data; the writer
 /// never appends one (see [`crate::limits`] and [`GroupLog::append`]).
@@ -33,8 +41,13 @@ const FRAMING: Framing = Framing::new(MAX_RECORD);
 /// Appends framed records; durable when `append` returns.
 pub(crate) struct GroupLog {
     file: Mutex<File>,
+    /// The version in the file's header (see [`VERSION`]).
+    version: Mutex<u32>,
     state: Mutex<State>,
     cv: Condvar,
+    /// The file's length up to the last fsynced flush: every byte before
+    /// it is durable and ends at a record boundary (`tail.rs` reads up to it).
+    committed: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -46,6 +59,8 @@ struct State {
     queued: u64,
     /// Every append up to this one is on disk.
     durable: u64,
+    /// The offset the next byte queued will have in the file.
+    tail: u64,
     flushing: bool,
     failed: Option<String>,
 }
@@ -68,9 +83,18 @@ impl GroupLog {
     /// `visit` in order, and truncates a torn tail so new records follow
     /// the last good one. Returns the log and how many bytes were cut off.
     /// Damage before good records is an error and changes nothing.
+    #[cfg(test)]
     pub(crate) fn open(
         path: &Path,
-        visit: impl FnMut(EventRef<'_>),
+        mut visit: impl FnMut(EventRef<'_>),
+    ) -> Result<(GroupLog, u64), OpenError> {
+        GroupLog::open_with_window(path, FRAMING.torn_window, |_, ev| visit(ev))
+    }
+
+    /// [`GroupLog::open`], handing `visit` each record's offset too.
+    pub(crate) fn open_at(
+        path: &Path,
+        visit: impl FnMut(u64, EventRef<'_>),
     ) -> Result<(GroupLog, u64), OpenError> {
         GroupLog::open_with_window(path, FRAMING.torn_window, visit)
     }
@@ -80,7 +104,7 @@ impl GroupLog {
     fn open_with_window(
         path: &Path,
         torn_window: usize,
-        visit: impl FnMut(EventRef<'_>),
+        visit: impl FnMut(u64, EventRef<'_>),
     ) -> Result<(GroupLog, u64), OpenError> {
         let io = |source| OpenError::Io {
             path: path.to_owned(),
@@ -103,10 +127,11 @@ impl GroupLog {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io)?;
         if (bytes.len() as u64) < HEADER_LEN {
-            // New (or a header torn while creating it): write a fresh one.
+            // New (or a header torn while creating it): write a fresh one,
+            // version 1 until a correction needs 2 (older builds read it).
             let mut h = Vec::with_capacity(HEADER_LEN as usize);
             h.extend_from_slice(MAGIC);
-            h.extend_from_slice(&VERSION.to_le_bytes());
+            h.extend_from_slice(&VERSION_1.to_le_bytes());
             h.extend_from_slice(&0u32.to_le_bytes());
             file.set_len(0).map_err(io)?;
             file.seek(SeekFrom::Start(0)).map_err(io)?;
@@ -117,9 +142,12 @@ impl GroupLog {
                     let _ = d.sync_all();
                 }
             }
-            return Ok((GroupLog::new(file), bytes.len() as u64));
+            let log = GroupLog::new(file);
+            *lock(&log.version) = VERSION_1;
+            return Ok((log, bytes.len() as u64));
         }
-        let good_end = read_log(&bytes, torn_window, visit).map_err(|e| match e {
+        let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        let good_end = read_log_at(&bytes, torn_window, visit).map_err(|e| match e {
             ReadError::BadHeader { version } => OpenError::BadHeader {
                 path: path.to_owned(),
                 version,
@@ -136,13 +164,37 @@ impl GroupLog {
             file.sync_all().map_err(io)?;
         }
         file.seek(SeekFrom::Start(good_end)).map_err(io)?;
-        Ok((GroupLog::new(file), truncated_bytes))
+        let log = GroupLog::new(file);
+        *lock(&log.version) = version;
+        Ok((log, truncated_bytes))
+    }
+
+    /// Makes the header say [`VERSION`] (a version 1 log's is rewritten
+    /// in place and fsynced) before a record only version 2 knows is
+    /// appended.
+    pub(crate) fn upgrade(&self) -> Result<(), AppendError> {
+        let mut v = lock(&self.version);
+        if *v == VERSION {
+            return Ok(());
+        }
+        let f = lock(&self.file);
+        f.write_all_at(&VERSION.to_le_bytes(), 8)
+            .and_then(|()| f.sync_data())
+            .map_err(|e| AppendError::Io(format!("upgrading the log's header: {e}")))?;
+        *v = VERSION;
+        Ok(())
     }
 
     fn new(file: File) -> GroupLog {
+        let committed = file.metadata().map_or(HEADER_LEN, |m| m.len());
         GroupLog {
+            committed: std::sync::atomic::AtomicU64::new(committed),
             file: Mutex::new(file),
-            state: Mutex::new(State::default()),
+            version: Mutex::new(VERSION),
+            state: Mutex::new(State {
+                tail: committed,
+                ..State::default()
+            }),
             cv: Condvar::new(),
         }
     }
@@ -152,8 +204,14 @@ impl GroupLog {
     /// fsync of whoever flushes first (group commit); the caller's bytes
     /// are copied once, into the shared queue.
     pub(crate) fn append(&self, records: &[u8]) -> Result<(), AppendError> {
+        self.append_at(records).map(|_| ())
+    }
+
+    /// [`GroupLog::append`], returning the offset in the file where the
+    /// first of `records` starts.
+    pub(crate) fn append_at(&self, records: &[u8]) -> Result<u64, AppendError> {
         if records.is_empty() {
-            return Ok(());
+            return Ok(lock(&self.state).tail);
         }
         check_frames(records)?;
         let mut st = lock(&self.state);
@@ -162,10 +220,12 @@ impl GroupLog {
         }
         st.pending.extend_from_slice(records);
         st.queued += 1;
+        let at = st.tail;
+        st.tail += records.len() as u64;
         let mine = st.queued;
         loop {
             if st.durable >= mine {
-                return Ok(());
+                return Ok(at);
             }
             if let Some(e) = &st.failed {
                 return Err(AppendError::Io(e.clone()));
@@ -185,16 +245,34 @@ impl GroupLog {
                 pieces(&batch, FRAMING.torn_window)
                     .try_for_each(|piece| f.write_all(piece).and_then(|()| f.sync_data()))
             };
+            let flushed = batch.len() as u64;
             batch.clear();
             st = lock(&self.state);
             st.flushing = false;
             st.spare = batch;
             match res {
-                Ok(()) => st.durable = upto,
+                Ok(()) => {
+                    st.durable = upto;
+                    self.committed
+                        .fetch_add(flushed, std::sync::atomic::Ordering::SeqCst);
+                }
                 Err(e) => st.failed = Some(e.to_string()),
             }
             self.cv.notify_all();
         }
+    }
+}
+
+impl GroupLog {
+    /// Where the durable part of the log ends (`tail.rs`).
+    pub(crate) fn committed_end(&self) -> u64 {
+        self.committed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Reads `buf.len()` bytes at `offset` (bytes before
+    /// [`GroupLog::committed_end`] never change).
+    pub(crate) fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&*lock(&self.file), buf, offset)
     }
 }
 
@@ -227,7 +305,7 @@ fn check_frames(records: &[u8]) -> Result<(), AppendError> {
 }
 
 /// The record starting at `at`, and where it ends; or why it is bad.
-fn frame_at(bytes: &[u8], at: usize) -> Result<(EventRef<'_>, usize), &'static str> {
+pub(crate) fn frame_at(bytes: &[u8], at: usize) -> Result<(EventRef<'_>, usize), &'static str> {
     let (payload, end) = FRAMING.frame_at(bytes, at).map_err(|e| match e {
         FrameError::ShortHeader => "a record header cut short",
         FrameError::TooLong(_) => "a record length over 1 MiB",
@@ -251,18 +329,28 @@ pub(crate) fn read_log(
     torn_window: usize,
     mut visit: impl FnMut(EventRef<'_>),
 ) -> Result<u64, ReadError> {
+    read_log_at(bytes, torn_window, |_, ev| visit(ev))
+}
+
+/// [`read_log`], handing `visit` each record's offset too (a
+/// correction's id is its offset).
+pub(crate) fn read_log_at(
+    bytes: &[u8],
+    torn_window: usize,
+    mut visit: impl FnMut(u64, EventRef<'_>),
+) -> Result<u64, ReadError> {
     let Some(head) = bytes.get(..HEADER_LEN as usize) else {
         return Err(ReadError::BadHeader { version: 0 });
     };
     let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-    if &head[..8] != MAGIC || version != VERSION {
+    if &head[..8] != MAGIC || !(VERSION_1..=VERSION).contains(&version) {
         return Err(ReadError::BadHeader { version });
     }
     let mut at = HEADER_LEN as usize;
     while at < bytes.len() {
         match frame_at(bytes, at) {
             Ok((ev, end)) => {
-                visit(ev);
+                visit(at as u64, ev);
                 at = end;
             }
             Err(reason) => {
@@ -299,7 +387,7 @@ mod tests {
 
     fn open(p: &Path) -> (GroupLog, Vec<Event>) {
         let mut evs = Vec::new();
-        let (log, _) = GroupLog::open(p, |e| evs.push(e.to_owned())).unwrap();
+        let (log, _) = GroupLog::open(p, |e| evs.push(e.into_owned())).unwrap();
         (log, evs)
     }
 
@@ -354,7 +442,7 @@ mod tests {
             let mut bad = full.clone();
             bad[i] ^= 0x40;
             std::fs::write(&p, &bad).unwrap();
-            let err = GroupLog::open_with_window(&p, 0, |_| {})
+            let err = GroupLog::open_with_window(&p, 0, |_, _| {})
                 .err()
                 .expect("damage is an error");
             let OpenError::Damaged { offset, .. } = &err else {

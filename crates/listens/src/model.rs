@@ -1,4 +1,7 @@
-//! What the log holds: listens and love events, and their byte encoding.
+//! What the log holds: listens, love events and corrections, and their
+//! byte encoding (corrections' fields in [`crate::correction`]).
+
+use crate::correction::{decode_correction, encode_correction, encode_undo, Correction, K_UNDO};
 
 /// One play of a track by a user.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -46,6 +49,18 @@ pub enum Event {
         title: String,
         timestamp: i64,
         loved: bool,
+    },
+    /// A correction of `user`'s history (kinds 4 to 6).
+    Correct {
+        user: String,
+        when: i64,
+        what: Correction,
+    },
+    /// The correction whose id (log offset) is `id` no longer applies.
+    Undo {
+        user: String,
+        when: i64,
+        id: u64,
     },
 }
 
@@ -106,8 +121,9 @@ impl ListenRef<'_> {
     }
 }
 
-/// A record of the log as replay reads it, strings borrowed from the file.
-#[derive(Debug, Clone, Copy)]
+/// A record of the log as replay reads it, strings borrowed from the file
+/// (corrections, which are rare, are read into owned values).
+#[derive(Debug, Clone)]
 pub(crate) enum EventRef<'a> {
     Listen(ListenRef<'a>),
     Love {
@@ -117,9 +133,19 @@ pub(crate) enum EventRef<'a> {
         timestamp: i64,
         loved: bool,
     },
+    Correct {
+        user: String,
+        when: i64,
+        what: Correction,
+    },
+    Undo {
+        user: String,
+        when: i64,
+        id: u64,
+    },
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
 }
@@ -188,15 +214,29 @@ impl Event {
                 timestamp,
                 loved,
             } => encode_love(user, artist, title, *timestamp, *loved, out),
+            Event::Correct { user, when, what } => {
+                framed(out, |out| encode_correction(user, *when, what, out))
+            }
+            Event::Undo { user, when, id } => framed(out, |out| encode_undo(user, *when, *id, out)),
         }
     }
+}
+
+/// Appends a correction as one framed record.
+pub(crate) fn encode_fix(user: &str, when: i64, what: &Correction, out: &mut Vec<u8>) {
+    framed(out, |out| encode_correction(user, when, what, out));
+}
+
+/// Appends an undo as one framed record.
+pub(crate) fn encode_unfix(user: &str, when: i64, id: u64, out: &mut Vec<u8>) {
+    framed(out, |out| encode_undo(user, when, id, out));
 }
 
 impl<'a> EventRef<'a> {
     /// Decodes a payload whose CRC already matched; `None` if it is not a
     /// record this version knows.
     pub(crate) fn decode(b: &'a [u8]) -> Option<EventRef<'a>> {
-        let mut r = Reader { b, at: 0 };
+        let mut r = Reader::new(b);
         let kind = r.u8()?;
         let ev = match kind {
             K_LISTEN => {
@@ -226,12 +266,24 @@ impl<'a> EventRef<'a> {
                     loved: kind == K_LOVE,
                 }
             }
-            _ => return None,
+            K_UNDO => {
+                let when = r.i64()?;
+                let id = r.u64()?;
+                EventRef::Undo {
+                    when,
+                    id,
+                    user: r.str()?.to_owned(),
+                }
+            }
+            _ => {
+                let (user, when, what) = decode_correction(kind, &mut r)?;
+                EventRef::Correct { user, when, what }
+            }
         };
         (r.at == b.len()).then_some(ev)
     }
 
-    pub(crate) fn to_owned(self) -> Event {
+    pub(crate) fn into_owned(self) -> Event {
         match self {
             EventRef::Listen(l) => Event::Listen(l.to_owned()),
             EventRef::Love {
@@ -247,31 +299,39 @@ impl<'a> EventRef<'a> {
                 timestamp,
                 loved,
             },
+            EventRef::Correct { user, when, what } => Event::Correct { user, when, what },
+            EventRef::Undo { user, when, id } => Event::Undo { user, when, id },
         }
     }
 }
 
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     b: &'a [u8],
     at: usize,
 }
 
 impl<'a> Reader<'a> {
+    pub(crate) fn new(b: &'a [u8]) -> Reader<'a> {
+        Reader { b, at: 0 }
+    }
     fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let s = self.b.get(self.at..self.at.checked_add(n)?)?;
         self.at += n;
         Some(s)
     }
-    fn u8(&mut self) -> Option<u8> {
+    pub(crate) fn u8(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
-    fn u32(&mut self) -> Option<u32> {
+    pub(crate) fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
-    fn i64(&mut self) -> Option<i64> {
+    pub(crate) fn i64(&mut self) -> Option<i64> {
         Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
-    fn str(&mut self) -> Option<&'a str> {
+    pub(crate) fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    pub(crate) fn str(&mut self) -> Option<&'a str> {
         let n = self.u32()? as usize;
         std::str::from_utf8(self.take(n)?).ok()
     }
@@ -305,7 +365,7 @@ mod tests {
             assert_eq!(b[..4], (payload.len() as u32).to_le_bytes());
             assert_eq!(b[4..8], crc32fast::hash(payload).to_le_bytes());
             assert_eq!(
-                EventRef::decode(payload).map(EventRef::to_owned),
+                EventRef::decode(payload).map(EventRef::into_owned),
                 Some(ev.clone())
             );
             assert!(EventRef::decode(&payload[..payload.len() - 1]).is_none());

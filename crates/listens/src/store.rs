@@ -7,8 +7,10 @@
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use crate::batch::{DedupeHasher, Prepared, Seen};
+use crate::correction::Corrected;
 use crate::error::{AppendError, OpenError};
 use crate::index::{Chart, ChartKind, ChartQuery, Index, Loved, Page, RecentQuery, UserSummary};
 use crate::log::GroupLog;
@@ -19,14 +21,48 @@ pub const LOG_FILE: &str = "listens.log";
 /// The mode of a directory [`Listens::open`] creates: its owner's only.
 const DIR_MODE: u32 = 0o700;
 
+/// How near two listens of the same track by the same user may start and
+/// still be one play sent twice (by two players, say): 30 seconds, or a
+/// tenth of the track's length when that is longer.
+pub const DEFAULT_DEDUPE_WINDOW: Duration = Duration::from_secs(30);
+
+/// How the history is kept. `Options::default()` is what the server
+/// runs with (a 30-second dedupe window); [`Listens::open`] keeps the
+/// rule from before windows existed ([`Options::EXACT`]). Construct with
+/// `Options { dedupe_window, ..Options::default() }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// A listen of the same user whose MusicBrainz id, or whose
+    /// normalised artist and title, match one already recorded that
+    /// started within this much of it (or a tenth of its length, when
+    /// longer) is a duplicate. Zero: only the same start second is.
+    pub dedupe_window: Duration,
+}
+
+impl Options {
+    /// Only a listen of the same track starting at the same second is a
+    /// duplicate.
+    pub const EXACT: Options = Options {
+        dedupe_window: Duration::ZERO,
+    };
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            dedupe_window: DEFAULT_DEDUPE_WINDOW,
+        }
+    }
+}
+
 /// The listening history of every user.
 pub struct Listens {
     index: Mutex<Index>,
     /// Dedupe keys of every listen recorded or being recorded. Its own
     /// lock, so that reserving keys does not wait for the index.
-    seen: Mutex<Seen>,
-    hasher: DedupeHasher,
-    log: GroupLog,
+    pub(crate) seen: Mutex<Seen>,
+    pub(crate) hasher: DedupeHasher,
+    pub(crate) log: GroupLog,
 }
 
 /// What opening found.
@@ -34,6 +70,8 @@ pub struct Listens {
 pub struct OpenReport {
     pub listens: usize,
     pub love_events: usize,
+    /// Correction and undo records read.
+    pub corrections: usize,
     /// Bytes of a torn tail cut off the log (unacknowledged writes; damage
     /// with good records after it is an error instead, see
     /// [`OpenError::Damaged`]).
@@ -56,8 +94,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Listens {
     /// Opens the history in `dir` (created if missing), replaying the log.
     /// The directory is created private (mode 0700) if missing, and the
-    /// log file is private (0600) whatever the umask.
+    /// log file is private (0600) whatever the umask. Only a listen of
+    /// the same track starting at the same second is a duplicate
+    /// ([`Options::EXACT`]); [`Listens::open_with`] takes a window.
     pub fn open(dir: &Path) -> Result<(Listens, OpenReport), OpenError> {
+        Listens::open_with(dir, Options::EXACT)
+    }
+
+    /// [`Listens::open`] with other [`Options`] than the defaults.
+    pub fn open_with(dir: &Path, options: Options) -> Result<(Listens, OpenReport), OpenError> {
         if !dir.is_dir() {
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -73,14 +118,17 @@ impl Listens {
         }
         let hasher = DedupeHasher::new();
         let mut index = Index::default();
-        let mut seen = Seen::default();
+        let window = i64::try_from(options.dedupe_window.as_secs()).unwrap_or(i64::MAX);
+        let mut seen = Seen::new(window);
         let mut report = OpenReport::default();
+        // Users with an undo: rebuilt once, after the whole log is read.
+        let mut undone = std::collections::BTreeSet::new();
         // One listen at a time, its strings borrowed from the file's bytes.
         let mut one = Prepared::with_capacity(1);
-        let (log, truncated) = GroupLog::open(&dir.join(LOG_FILE), |ev| match ev {
+        let (log, truncated) = GroupLog::open_at(&dir.join(LOG_FILE), |at, ev| match ev {
             EventRef::Listen(l) => {
                 one.clear();
-                if seen.insert(one.push(&hasher, &l)) {
+                if seen.insert_exact(&one.push(&hasher, &l)) {
                     index.add(&l, &one.norms(0));
                     report.listens += 1;
                 }
@@ -95,7 +143,24 @@ impl Listens {
                 index.love(user, artist, title, timestamp, loved);
                 report.love_events += 1;
             }
+            EventRef::Correct { user, when, what } => {
+                let mut d = Corrected::default();
+                index.correct(&user, at, when, what, Some(&mut d));
+                for l in &d.added {
+                    seen.add(&crate::corrections::key_of(&hasher, l));
+                }
+                report.corrections += 1;
+            }
+            EventRef::Undo { user, id, .. } => {
+                if index.undo(&user, id, true, None) {
+                    undone.insert(user);
+                }
+                report.corrections += 1;
+            }
         })?;
+        for user in undone {
+            index.rebuild(&user, None);
+        }
         report.truncated_bytes = truncated;
         Ok((
             Listens {
@@ -108,7 +173,12 @@ impl Listens {
         ))
     }
 
-    fn index(&self) -> MutexGuard<'_, Index> {
+    /// The log itself, for the tail reader (`tail.rs`).
+    pub(crate) fn group_log(&self) -> &GroupLog {
+        &self.log
+    }
+
+    pub(crate) fn index(&self) -> MutexGuard<'_, Index> {
         lock(&self.index)
     }
 
@@ -133,7 +203,7 @@ impl Listens {
         {
             // Reserve the keys now so a concurrent twin is a duplicate.
             let mut seen = lock(&self.seen);
-            for (i, &k) in prep.keys.iter().enumerate() {
+            for (i, k) in prep.keys.iter().enumerate() {
                 if seen.insert(k) {
                     out.push(Submitted::Accepted);
                     fresh.push(i);

@@ -247,6 +247,31 @@ impl Journal {
         Ok(())
     }
 
+    /// Appends scrobbles in order with one sync for all of them (a
+    /// follower of another log adding a batch).
+    pub fn append_all(&mut self, batch: &[Scrobble]) -> Result<(), JournalError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let path = self.dir.join("journal");
+        let mut rec = Vec::new();
+        let mut ends = Vec::with_capacity(batch.len());
+        for s in batch {
+            let payload = serde_json::to_vec(s).unwrap_or_default();
+            rec.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            rec.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+            rec.extend_from_slice(&payload);
+            ends.push(self.end + rec.len() as u64);
+        }
+        self.file.write_all(&rec).map_err(io_err(&path))?;
+        self.file.sync_data().map_err(io_err(&path))?;
+        self.end += rec.len() as u64;
+        for (end, s) in ends.into_iter().zip(batch) {
+            self.pending.push_back((end, s.clone()));
+        }
+        Ok(())
+    }
+
     /// The oldest `n` pending scrobbles.
     pub fn batch(&self, n: usize) -> Vec<Scrobble> {
         self.pending
@@ -322,6 +347,19 @@ mod tests {
 
     fn titles(v: &[Scrobble]) -> Vec<String> {
         v.iter().map(|s| s.track.clone()).collect()
+    }
+
+    #[test]
+    fn a_batch_appended_at_once_reads_back_in_order_and_acks_one_by_one() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let (mut j, _) = Journal::open(d.path()).expect("open");
+        j.append(&s(0)).expect("append");
+        j.append_all(&[s(1), s(2), s(3)]).expect("append_all");
+        j.ack(2).expect("ack");
+        drop(j);
+        let (j, rep) = Journal::open(d.path()).expect("reopen");
+        assert_eq!(rep.pending, 2);
+        assert_eq!(titles(&j.batch(50)), ["T2", "T3"]);
     }
 
     #[test]

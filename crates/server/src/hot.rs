@@ -92,26 +92,67 @@ fn weigh<'a>(
 /// own ([`crate::worker`]) finds the tracks (a library lookup per distinct
 /// track of a batch), so a scrobble is acknowledged without waiting for
 /// any of it; its `stop` ends it after the last batch sent and joins it.
-pub(crate) type TierFeed = BatchWorker<Listen>;
+/// A correction of the history ([`TierFeed::send_corrected`]) takes each
+/// listen it removed back and gives each it added, at the weight the
+/// start-up replay gives a listen of its age.
+pub(crate) struct TierFeed(BatchWorker<(Listen, f64)>);
+
+impl TierFeed {
+    /// Queues accepted listens: weight 1 each.
+    pub(crate) fn send(&self, fresh: Vec<Listen>) {
+        self.0.send(fresh.into_iter().map(|l| (l, 1.0)).collect());
+    }
+
+    /// Queues what a correction changed, at `now`: each listen of the
+    /// last [`REPLAY_DAYS`] days taken away (negative weight) or added,
+    /// weighing what [`AppState::replay_history_into`] gives it.
+    pub(crate) fn send_corrected(&self, c: &spindle_listens::Corrected, now: i64) {
+        let weight = |l: &Listen| {
+            let age = now - l.timestamp;
+            (age <= REPLAY_DAYS * 86_400)
+                .then(|| (-(age.max(0) as f64 / 86_400.0) / REPLAY_HALF_LIFE_DAYS).exp2())
+        };
+        let less = c
+            .removed
+            .iter()
+            .filter_map(|l| weight(l).map(|w| (l.clone(), -w)));
+        let more = c
+            .added
+            .iter()
+            .filter_map(|l| weight(l).map(|w| (l.clone(), w)));
+        self.0.send(less.chain(more).collect());
+    }
+
+    pub(crate) fn flush(&self) {
+        self.0.flush();
+    }
+
+    pub(crate) fn stop(&self) {
+        self.0.stop();
+    }
+}
 
 /// Starts the feed of `tiers`, whose folders are `roots`, from `db`.
 pub(crate) fn feed(db: Arc<Db>, tiers: Arc<Tiers>, roots: Vec<PathBuf>) -> TierFeed {
-    BatchWorker::start(
+    TierFeed(BatchWorker::start(
         "spindle-tier-listens",
         "tiers: listens will not reach the hot tier",
-        move |batch| {
+        move |batch: Vec<(Listen, f64)>| {
             let mut plays = HashMap::new();
             weigh(
                 &db.read(),
                 &roots,
-                batch.iter().map(|l| (l, 1.0)),
+                batch.iter().map(|(l, w)| (l, *w)),
                 &mut plays,
             );
             for (t, w) in plays {
-                tiers.record_listen(&t, w);
+                // An edit within one track nets to nothing.
+                if w != 0.0 {
+                    tiers.record_listen(&t, w);
+                }
             }
         },
-    )
+    ))
 }
 
 /// What [`AppState::replay_history_into`] fed.

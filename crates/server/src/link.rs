@@ -7,7 +7,9 @@
 //! library commit per batch. This runs on a thread of its own so that a
 //! scrobble is acknowledged once it is in the listens log, without
 //! waiting for the library ([`crate::worker`]); its `stop` ends it after
-//! the last batch sent and joins it.
+//! the last batch sent and joins it. A correction of the history
+//! ([`Linker::send_corrected`]) moves the counts too: each listen it took
+//! away is one play less of its entry, each it added one more.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,20 +22,63 @@ use crate::worker::BatchWorker;
 
 pub(crate) const SOURCE: &str = "server";
 
-/// The library linker: a thread over batches of accepted listens.
-pub(crate) type Linker = BatchWorker<Listen>;
+/// A listen that starts counting (`plays` 1) or stops (−1).
+pub(crate) struct Play {
+    listen: Listen,
+    plays: i64,
+}
+
+/// The library linker: a thread over batches of accepted listens (and of
+/// listens a correction changed).
+pub(crate) struct Linker(BatchWorker<Play>);
+
+impl Linker {
+    /// Queues accepted listens: one play each.
+    pub(crate) fn send(&self, fresh: Vec<Listen>) {
+        self.0.send(
+            fresh
+                .into_iter()
+                .map(|listen| Play { listen, plays: 1 })
+                .collect(),
+        );
+    }
+
+    /// Queues what a correction changed: a play less for each listen it
+    /// took away, one more for each it added.
+    pub(crate) fn send_corrected(&self, c: &spindle_listens::Corrected) {
+        let less = c.removed.iter().map(|l| Play {
+            listen: l.clone(),
+            plays: -1,
+        });
+        let more = c.added.iter().map(|l| Play {
+            listen: l.clone(),
+            plays: 1,
+        });
+        self.0.send(less.chain(more).collect());
+    }
+
+    /// Waits until every batch sent so far is in the library.
+    pub(crate) fn flush(&self) {
+        self.0.flush();
+    }
+
+    /// Links what was sent, then ends the thread and joins it.
+    pub(crate) fn stop(&self) {
+        self.0.stop();
+    }
+}
 
 /// Starts the linker of `db`.
 pub(crate) fn start(db: Arc<Db>) -> Linker {
-    BatchWorker::start(
+    Linker(BatchWorker::start(
         "spindle-link",
         "listens will not update play counts",
-        move |batch| {
+        move |batch: Vec<Play>| {
             if let Err(e) = link(&db, &batch) {
                 tracing::error!("updating play counts in the library failed: {e}");
             }
         },
-    )
+    ))
 }
 
 fn eq(key: &str, v: &str) -> Coll {
@@ -60,7 +105,7 @@ pub(crate) fn find_entry(lib: &spindle_store::Library, l: &Listen) -> Option<u32
     first(Coll::Intersection(base))
 }
 
-fn link(db: &Db, batch: &[Listen]) -> Result<(), spindle_store::CommitError> {
+fn link(db: &Db, batch: &[Play]) -> Result<(), spindle_store::CommitError> {
     // entry → (plays to add, latest start)
     let mut bumps: HashMap<u32, (i64, i64)> = HashMap::new();
     let mut ops = Vec::new();
@@ -73,7 +118,7 @@ fn link(db: &Db, batch: &[Listen]) -> Result<(), spindle_store::CommitError> {
         // gathers every listen sent while the last one was linked, and
         // imports and repeat plays name the same tracks many times.
         let mut found: HashMap<(&str, &str, &str, &str), Option<u32>> = HashMap::new();
-        for l in batch {
+        for Play { listen: l, plays } in batch {
             let key = (
                 l.mbid.as_str(),
                 l.artist.as_str(),
@@ -83,12 +128,18 @@ fn link(db: &Db, batch: &[Listen]) -> Result<(), spindle_store::CommitError> {
             let id = *found.entry(key).or_insert_with(|| find_entry(&lib, l));
             if let Some(id) = id {
                 let e = bumps.entry(id).or_insert((0, i64::MIN));
-                e.0 += 1;
-                e.1 = e.1.max(l.timestamp);
+                e.0 += plays;
+                if *plays > 0 {
+                    e.1 = e.1.max(l.timestamp);
+                }
             }
         }
         let server_only = SourcePref::parse(SOURCE);
         for (&id, &(n, last)) in &bumps {
+            if n == 0 {
+                // A correction that took a play away and gave it back.
+                continue;
+            }
             let get = |k: &str| {
                 lib.get(id, k, &server_only)
                     .into_iter()
@@ -97,7 +148,11 @@ fn link(db: &Db, batch: &[Listen]) -> Result<(), spindle_store::CommitError> {
             };
             let played = get("timesplayed").unwrap_or(0);
             let last = get("laststarted").map_or(last, |old| old.max(last));
-            for (key, value) in [("timesplayed", played + n), ("laststarted", last)] {
+            let mut set = vec![("timesplayed", (played + n).max(0))];
+            if last != i64::MIN {
+                set.push(("laststarted", last));
+            }
+            for (key, value) in set {
                 ops.push(Op::DelKey {
                     entry: id,
                     key: key.into(),

@@ -242,12 +242,15 @@ pub(crate) async fn page(
     let text = tokio::task::spawn_blocking(move || {
         let cat = state.music.catalog(&state.db);
         let entries = state.db.read().len();
-        state.metrics.render(
+        let mut text = state.metrics.render(
             entries,
             cat.songs.len(),
             cat.albums.len(),
             cat.artists.len(),
-        )
+        );
+        // Forwarding to linked services (crate::forward).
+        text.push_str(&state.forward.metrics());
+        text
     })
     .await
     .unwrap_or_default();

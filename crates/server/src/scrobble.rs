@@ -100,6 +100,8 @@ pub async fn store(state: &AppState, listens: Vec<Listen>) -> Result<Vec<Submitt
         Err(e) => return Err(AppendError::Io(format!("the writer task failed: {e}"))),
     };
     let out = res?;
+    // The feeders of linked services read what is now durable.
+    state.forward.wake();
     let fresh: Vec<Listen> = listens
         .into_iter()
         .zip(&out)
@@ -143,6 +145,7 @@ impl AppState {
         let mut added = 0;
         for chunk in ok.chunks(10_000) {
             let out = self.listens.submit(chunk)?;
+            self.forward.wake();
             let fresh: Vec<Listen> = chunk
                 .iter()
                 .zip(&out)

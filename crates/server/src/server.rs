@@ -14,6 +14,8 @@
 //! | tiers' listen feed | a thread ([`crate::hot::TierFeed`]) | queue closed after the last batch, joined |
 //! | history replay | a blocking task | runs to its end (once, at start), awaited |
 //! | pin loop | a tokio task ([`crate::hot::pin_loop`]) | the stop signal, awaited |
+//! | forwarding | a tokio task ([`crate::forward::registry::run`]) with a queue and a feeder per link | the stop signal; joins its links' tasks, awaited |
+//! | import spool | a tokio task ([`crate::import::worker::run`]) with a task per job | the stop signal; each job stops after its step, awaited |
 //! | the tiers' own work | tokio tasks of `spindle-tiers` | `Tiers::shutdown`, which awaits them |
 
 use std::future::Future;
@@ -192,6 +194,14 @@ impl Server {
                 stopped,
             )));
         }
+        tasks.push(tokio::spawn(crate::forward::registry::run(
+            state.clone(),
+            stop.subscribe(),
+        )));
+        tasks.push(tokio::spawn(crate::import::worker::run(
+            state.clone(),
+            stop.subscribe(),
+        )));
         if let Some(t) = &tls {
             tasks.push(tokio::spawn(crate::tls::reload_on_sighup(
                 t.clone(),
@@ -287,8 +297,8 @@ fn open_blocking(config: ServerConfig) -> Result<(AppState, Opened, Watcher), Op
     let accounts =
         Accounts::open(&dir).map_err(|source| OpenError::Accounts { path: dir, source })?;
     let dir = data_dir.join("listens");
-    let (listens, report) =
-        Listens::open(&dir).map_err(|source| OpenError::Listens { path: dir, source })?;
+    let (listens, report) = Listens::open_with(&dir, http.listens_options())
+        .map_err(|source| OpenError::Listens { path: dir, source })?;
     if report.truncated_bytes > 0 {
         warnings.push(format!(
             "cut {} bytes of an unfinished write off the listens log",
@@ -329,7 +339,9 @@ fn open_blocking(config: ServerConfig) -> Result<(AppState, Opened, Watcher), Op
     )
     .with_music(music)
     .with_reader(reader)
-    .with_cover_cache(&data_dir.join(crate::cover::COVER_CACHE_DIR));
+    .with_cover_cache(&data_dir.join(crate::cover::COVER_CACHE_DIR))
+    .with_forwarding(&data_dir)
+    .with_import_spool(&data_dir);
     let watcher = start_watcher(&state, rescan_every)?;
     let opened = Opened {
         warnings,

@@ -81,6 +81,10 @@ pub struct Config {
     pub max_future: i64,
     /// How long a now-playing lasts when the client sent no duration.
     pub now_playing_ttl: i64,
+    /// Listens of the same track by the same user starting this many
+    /// seconds apart or less (or a tenth of the track's length) are one
+    /// play sent twice (`[listens] dedupe_window_secs`).
+    pub dedupe_window: u64,
     /// The URL clients reach this server by, for the 1.2 handshake's
     /// submission URLs; `None` uses the request's Host header.
     pub public_url: Option<String>,
@@ -129,6 +133,9 @@ pub struct Config {
     /// Transcoding: ffmpeg, the encode slots, the cache and the rules
     /// ([`crate::transcode::TranscodeConfig`]).
     pub transcode: crate::transcode::TranscodeConfig,
+    /// Forwarding to linked services: the `[forward]` settings
+    /// ([`crate::forward::ForwardConfig`]).
+    pub forward: crate::forward::ForwardConfig,
 }
 
 /// [`Config::send_queue`]'s default: 128 KiB, 3 s of a 320 kbit/s stream.
@@ -143,6 +150,7 @@ impl Default for Config {
             min_timestamp: 1_033_430_400,
             max_future: 3600,
             now_playing_ttl: 600,
+            dedupe_window: spindle_listens::DEFAULT_DEDUPE_WINDOW.as_secs(),
             public_url: None,
             send_queue: DEFAULT_SEND_QUEUE,
             query_time: crate::query_budget::DEFAULT_QUERY_TIME,
@@ -159,6 +167,7 @@ impl Default for Config {
             base_path: String::new(),
             proxy: crate::proxy::ProxyConfig::default(),
             transcode: crate::transcode::TranscodeConfig::default(),
+            forward: crate::forward::ForwardConfig::default(),
         }
     }
 }
@@ -236,6 +245,12 @@ pub struct AppState {
     pub(crate) transcoder: Arc<crate::transcode::Transcoder>,
     /// Subsonic's chat room (`addChatMessage`), in memory only.
     pub(crate) chat: Arc<crate::subsonic::chat::Chat>,
+    /// Forwarding to each user's linked services ([`crate::forward`];
+    /// off until [`AppState::with_forwarding`]).
+    pub forward: Arc<crate::forward::Forward>,
+    /// The import spool (`DATA_DIR/imports/`, [`crate::import`]); none
+    /// until [`AppState::with_import_spool`].
+    pub(crate) imports: Option<Arc<crate::import::Spool>>,
 }
 
 #[derive(Default)]
@@ -304,7 +319,17 @@ impl AppState {
             similar: Arc::default(),
             transcoder,
             chat: Arc::default(),
+            forward: Arc::new(crate::forward::Forward::off()),
+            imports: None,
         }
+    }
+
+    /// Forwards the links under `data_dir/forward` (the server's
+    /// [`crate::forward::registry::run`] task runs them). Call before
+    /// the state is shared.
+    pub fn with_forwarding(mut self, data_dir: &std::path::Path) -> Self {
+        self.forward = Arc::new(crate::forward::Forward::new(data_dir));
+        self
     }
 
     /// Serves `music`: its folders, user data and, when it has storage
@@ -434,7 +459,17 @@ impl AppState {
             expires: since + ttl,
             listen,
         };
-        lock(&self.live.now_playing).insert(np.listen.user.clone(), np);
+        let old = lock(&self.live.now_playing).insert(np.listen.user.clone(), np.clone());
+        // Forwarded once per track: a repeat of the same one (a player's
+        // refresh, or the echo of two servers linked to each other) is not.
+        let repeat = old.is_some_and(|o| {
+            o.expires > since
+                && o.listen.artist == np.listen.artist
+                && o.listen.title == np.listen.title
+        });
+        if !repeat {
+            self.forward.now_playing(&np.listen);
+        }
     }
 
     /// What `user` plays now, if it has not expired.

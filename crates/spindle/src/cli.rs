@@ -66,12 +66,16 @@ pub enum Command {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
-    /// The listening history: import a Last.fm or ListenBrainz export.
+    /// The listening history: imports, pulls from other services, corrections.
     #[command(subcommand)]
     Listens(ListensCommand),
     /// Storage tiers: status, pins, and the hot-tier policy simulation.
     #[command(subcommand)]
     Tiers(TiersCommand),
+    /// Forward each user's plays to Last.fm, ListenBrainz and compatible
+    /// services: link, status, unlink.
+    #[command(subcommand)]
+    Forward(crate::cmd::forward::ForwardCommand),
     /// The scrobbler: every MPRIS2 player to Last.fm, ListenBrainz and Spindle servers.
     Scrobble {
         /// The configuration file (default: $XDG_CONFIG_HOME/spindle/scrobble.toml).

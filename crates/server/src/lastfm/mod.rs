@@ -7,7 +7,8 @@
 //!
 //! A session key works only with the API key it was issued under. The
 //! `user.*` read methods (getInfo, getRecentTracks, getTopArtists,
-//! getTopAlbums, getTopTracks, getLovedTracks) reveal a listening history,
+//! getTopAlbums, getTopTracks, getLovedTracks, the weekly charts of
+//! `charts.rs`) and `library.getArtists` reveal a listening history,
 //! so they follow the user's privacy setting: a private history is read
 //! by its owner only, with their session key in a signed call; anyone
 //! else gets error 17 with [`PRIVATE`], the same answer as for a user
@@ -34,6 +35,7 @@ use response::{error_body, ok_body, Node};
 
 pub mod as12;
 pub mod auth_page;
+mod charts;
 pub mod response;
 
 /// Most scrobbles in one `track.scrobble` call.
@@ -307,6 +309,14 @@ async fn call(
             ))
         }
         "user.getrecenttracks" => recent_tracks(st, p, music),
+        "user.getweeklychartlist" => charts::weekly_chart_list(st, p, music),
+        "user.getweeklyartistchart" => charts::weekly_chart(st, p, ChartKind::Artists, music),
+        "user.getweeklyalbumchart" => charts::weekly_chart(st, p, ChartKind::Albums, music),
+        "user.getweeklytrackchart" => charts::weekly_chart(st, p, ChartKind::Tracks, music),
+        "library.getartists" => charts::library_artists(st, p, music),
+        "track.getinfo" => charts::info(st, p, ChartKind::Tracks, music),
+        "artist.getinfo" => charts::info(st, p, ChartKind::Artists, music),
+        "album.getinfo" => charts::info(st, p, ChartKind::Albums, music),
         "user.gettopartists" => top(st, p, ChartKind::Artists, music),
         "user.gettopalbums" => top(st, p, ChartKind::Albums, music),
         "user.gettoptracks" => top(st, p, ChartKind::Tracks, music),
@@ -439,12 +449,10 @@ fn session_user(st: &AppState, sk: &str, api_key: &str) -> Result<String, LfmErr
 pub const PRIVATE: &str = "Login: User required to be logged in - the listening history \
 of this user is private, or there is no such user";
 
-/// The user a read call is about (`user`, else the session's user), once
-/// the caller may read their history: anyone when it is public, else only
-/// the user, by a session key (issued under this API key) in a call
-/// signed with the key's secret. Refused with error 17 ([`PRIVATE`]),
-/// whether the user is private or does not exist.
-fn target_user(st: &AppState, p: &Params, music: Option<&Music>) -> Result<String, LfmError> {
+/// Who makes a call: the user of its session key when the call is signed
+/// with the key's secret, else nobody (an unsigned session key proves
+/// nothing: anyone may copy it).
+fn viewer(st: &AppState, p: &Params) -> Result<Option<String>, LfmError> {
     let (key, secret) = api_secret(st, p)?;
     let signed = match p.get("api_sig") {
         Some(_) if !p.signature_ok(&secret) => {
@@ -453,11 +461,19 @@ fn target_user(st: &AppState, p: &Params, music: Option<&Music>) -> Result<Strin
         Some(_) => true,
         None => false,
     };
-    // An unsigned session key proves nothing: anyone may copy it.
-    let viewer = match (p.nonempty("sk"), signed) {
-        (Some(sk), true) => Some(session_user(st, sk, &key)?),
-        _ => None,
-    };
+    match (p.nonempty("sk"), signed) {
+        (Some(sk), true) => Ok(Some(session_user(st, sk, &key)?)),
+        _ => Ok(None),
+    }
+}
+
+/// The user a read call is about (`user`, else the session's user), once
+/// the caller may read their history: anyone when it is public, else only
+/// the user, by a session key (issued under this API key) in a call
+/// signed with the key's secret. Refused with error 17 ([`PRIVATE`]),
+/// whether the user is private or does not exist.
+fn target_user(st: &AppState, p: &Params, music: Option<&Music>) -> Result<String, LfmError> {
+    let viewer = viewer(st, p)?;
     let user = match (p.nonempty("user"), &viewer) {
         (Some(u), _) => u.to_owned(),
         (None, Some(v)) => v.clone(),

@@ -242,5 +242,25 @@ sections! {
         /// How long a now-playing lasts when the client sent no duration,
         /// seconds.
         now_playing_ttl_secs: i64 = "600",
+        /// Listens of the same track (same MusicBrainz id, or same artist
+        /// and title) by the same user that start at most this many
+        /// seconds apart, or a tenth of the track's length when longer
+        /// (but under half of it, so a track on repeat counts each time),
+        /// are one play sent twice (by two players, say); 0: only the same
+        /// second.
+        dedupe_window_secs: u64 = "30",
+    }
+    forward "forward" Forward {
+        /// The Last.fm API key of the desktop flow that links a user's
+        /// Last.fm-compatible account, when the link names none (make one at
+        /// https://www.last.fm/api/account/create; for another Spindle
+        /// server, `spindle apikey add` there).
+        lastfm_api_key: String = "\"0123456789abcdef0123456789abcdef\"",
+        /// The secret of lastfm_api_key.
+        lastfm_api_secret: String = "\"fedcba9876543210fedcba9876543210\"",
+        /// The Last.fm-compatible API a link goes to when it names none.
+        lastfm_url: String = "\"https://ws.audioscrobbler.com/2.0/\"",
+        /// The ListenBrainz-compatible API a link goes to when it names none.
+        listenbrainz_url: String = "\"https://api.listenbrainz.org\"",
     }
 }

@@ -296,6 +296,18 @@ impl Settings {
         if let Some(v) = li.now_playing_ttl_secs {
             c.now_playing_ttl = v;
         }
+        if let Some(v) = li.dedupe_window_secs {
+            c.dedupe_window = v;
+        }
+        let fw = l.forward;
+        c.forward.lastfm_api_key = fw.lastfm_api_key.unwrap_or_default();
+        c.forward.lastfm_api_secret = fw.lastfm_api_secret.unwrap_or_default();
+        if let Some(v) = fw.lastfm_url {
+            c.forward.lastfm_url = v;
+        }
+        if let Some(v) = fw.listenbrainz_url {
+            c.forward.listenbrainz_url = v;
+        }
         Ok(s)
     }
 
@@ -338,6 +350,12 @@ impl Settings {
         l.listens.min_timestamp = Some(c.min_timestamp);
         l.listens.max_future_secs = Some(c.max_future);
         l.listens.now_playing_ttl_secs = Some(c.now_playing_ttl);
+        l.listens.dedupe_window_secs = Some(c.dedupe_window);
+        let fw = &c.forward;
+        l.forward.lastfm_api_key = Some(fw.lastfm_api_key.clone()).filter(|v| !v.is_empty());
+        l.forward.lastfm_api_secret = Some(fw.lastfm_api_secret.clone()).filter(|v| !v.is_empty());
+        l.forward.lastfm_url = Some(fw.lastfm_url.clone());
+        l.forward.listenbrainz_url = Some(fw.listenbrainz_url.clone());
         l
     }
 

@@ -1,6 +1,6 @@
 // Spindle's web UI: plain JavaScript, no build step. Pages are hash
 // routes (#/, #/albums, #/artists, #/artist/ID, #/album/ID, #/playlists,
-// #/playlist/ID, #/starred, #/charts, #/settings, #/admin); the queue lives in this
+// #/playlist/ID, #/starred, #/charts, #/review, #/settings, #/admin); the queue lives in this
 // browser (localStorage); now playing, recent listens, playlists, stars,
 // ratings and the charts come from the server. Every URL is relative
 // ("ui/…"), so the page works under a path prefix (a reverse proxy's
@@ -10,7 +10,8 @@
 const $ = (id) => document.getElementById(id);
 const CSRF = { "X-Spindle-Csrf": "1", "Content-Type": "application/json" };
 const VIEWS = ["view-search", "album", "view-albums", "view-artists", "artist", "view-charts",
-               "view-playlists", "playlist", "view-starred", "view-admin", "view-settings"];
+               "view-playlists", "playlist", "view-starred", "view-admin", "view-settings",
+               "view-review"];
 let queue = [];
 let current = -1;
 let loggedIn = false;
@@ -220,7 +221,8 @@ function show(id) {
   const nav = { "view-search": "search", album: "albums", "view-albums": "albums",
                 "view-artists": "artists", artist: "artists", "view-charts": "charts",
                 "view-playlists": "playlists", playlist: "playlists", "view-starred": "starred",
-                "view-admin": "admin", "view-settings": "settings" }[id];
+                "view-admin": "admin", "view-settings": "settings",
+                "view-review": "review" }[id];
   for (const a of document.querySelectorAll("#nav a")) {
     if (a.dataset.view === nav) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
@@ -243,6 +245,7 @@ function route() {
   else if (page === "admin" && isAdmin) openAdmin();
   else if (page === "settings") openSettings();
   else if (page === "charts") openCharts();
+  else if (page === "review") openReview(arg);
   else {
     show("view-search");
     if (!searched) search("");
@@ -633,6 +636,7 @@ function settingsError(r) {
 
 async function openSettings() {
   show("view-settings");
+  openForward();
   const list = $("tz-list");
   if (!list.children.length && Intl.supportedValuesOf) {
     list.replaceChildren(...Intl.supportedValuesOf("timeZone").map((z) => el("option", { value: z })));
@@ -668,6 +672,56 @@ $("appkey-form").addEventListener("submit", async (ev) => {
     $("appkey-new").textContent = `${r.body.key}\n(for ${r.body.app}; shown once: copy it into the app now)`;
     openSettings();
   }
+});
+
+// ---- settings: linked services (plays forwarded to Last.fm, ListenBrainz, …) ----
+
+async function openForward() {
+  const r = await api("/ui/api/forward");
+  if (!r.ok) return;
+  $("fw-links").tBodies[0].replaceChildren(...r.body.links.map((l) =>
+    el("tr", {}, el("td", { textContent: l.name }), el("td", { textContent: `${l.kind} ${l.url}` }),
+       el("td", { textContent: l.remote_user }), el("td", { textContent: String(l.pending) }),
+       el("td", { textContent: String(l.sent) }),
+       el("td", { textContent: l.needs_auth ? "needs re-linking" : (l.last_error ? `retrying: ${l.last_error}` : "ok") }),
+       el("td", {}, btn("Unlink", `Unlink ${l.name}`, async () => {
+         if (!confirm(`Unlink ${l.name}? Plays not sent yet are dropped.`)) return;
+         settingsError(await post("/ui/api/forward/unlink", { name: l.name }));
+         openForward();
+       })))));
+}
+
+function formObject(form) {
+  const o = {};
+  for (const [k, v] of new FormData(form)) if (String(v).trim()) o[k] = String(v).trim();
+  return o;
+}
+
+$("fw-lastfm-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const f = formObject(ev.target);
+  const r = await post("/ui/api/forward/lastfm/start", f);
+  if (!settingsError(r)) return;
+  $("fw-approve-link").href = r.body.approve_url;
+  $("fw-approve").hidden = false;
+  window.open(r.body.approve_url, "_blank", "noopener");
+  const until = Date.now() + 5 * 60 * 1000;
+  while (Date.now() < until && !$("view-settings").hidden) {
+    await new Promise((ok) => setTimeout(ok, 2000));
+    const d = await post("/ui/api/forward/lastfm/finish", { token: r.body.token, name: f.name });
+    if (d.status === 202) continue;
+    settingsError(d);
+    break;
+  }
+  $("fw-approve").hidden = true;
+  ev.target.reset();
+  openForward();
+});
+
+$("fw-lb-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  if (settingsError(await post("/ui/api/forward/listenbrainz", formObject(ev.target)))) ev.target.reset();
+  openForward();
 });
 
 // ---- charts ----
@@ -844,10 +898,70 @@ async function refreshActivity() {
   if (recent.ok) {
     const today = recent.body.today;
     $("recent-count").textContent = `(${recent.body.total}${today != null ? ", " + today + " today" : ""})`;
-    $("recent").replaceChildren(...recent.body.listens.map((l) =>
-      el("li", { textContent: `${l.title} — ${l.artist} · ${when(l.at)}` })));
+    $("recent").replaceChildren(...recent.body.listens.map(recentItem));
   }
+}
+
+// A recent listen with its corrections (ui/api/listens/edit|delete):
+// edit asks for the new artist and title, delete asks to confirm.
+function recentItem(l) {
+  const li = el("li", { textContent: `${l.title} — ${l.artist} · ${when(l.at)} ` });
+  const correct = async (path, body) => {
+    const r = await api(path, { method: "POST", headers: CSRF, body: JSON.stringify(body) });
+    if (!r.ok) alert(r.body.error || "The correction failed.");
+    refreshActivity();
+  };
+  li.append(
+    btn("Edit", "Edit this listen", () => {
+      const artist = prompt("Artist", l.artist);
+      if (artist == null) return;
+      const title = prompt("Title", l.title);
+      if (title == null) return;
+      correct("/ui/api/listens/edit",
+        { at: l.at, artist: l.artist, title: l.title, new_artist: artist, new_title: title });
+    }),
+    btn("Delete", "Delete this listen", () => {
+      if (confirm(`Delete the listen of ${l.title} — ${l.artist}?`)) {
+        correct("/ui/api/listens/delete", { at: l.at, artist: l.artist, title: l.title });
+      }
+    }));
+  return li;
 }
 setInterval(() => { if (!document.hidden) refreshActivity(); }, 5000);
 
 start();
+
+// ---- year in review ----
+
+// #/review/YYYY: the user's year (their time zone); #/review: this year.
+async function openReview(year) {
+  show("view-review");
+  $("review-error").hidden = true;
+  const r = await api("/ui/api/review" + (year ? "?year=" + encodeURIComponent(year) : ""));
+  if (!r.ok) {
+    $("review-error").textContent = r.body.error || "The review could not be loaded.";
+    $("review-error").hidden = false;
+    return;
+  }
+  const v = r.body;
+  $("review-year").value = v.year;
+  $("review-summary").textContent = v.listens === 1
+    ? "1 listen, " + v.hours + " hours."
+    : v.listens + " listens, " + v.hours + " hours.";
+  const parts = [];
+  if (v.busiest_day) parts.push("Busiest day: " + v.busiest_day.date + " (" + v.busiest_day.listens + ")");
+  if (v.busiest_month) parts.push("busiest month: " + v.busiest_month.month + " (" + v.busiest_month.listens + ")");
+  $("review-busiest").textContent = parts.join("; ");
+  const rows = (list, label) => list.map((x) => el("li", { textContent: label(x) + " — " + x.listens }));
+  $("review-artists").replaceChildren(...rows(v.top_artists, (x) => x.name));
+  $("review-albums").replaceChildren(...rows(v.top_albums, (x) => x.name + " by " + x.artist));
+  $("review-tracks").replaceChildren(...rows(v.top_tracks, (x) => x.name + " by " + x.artist));
+  $("review-new-count").textContent = v.new_artist_count ? String(v.new_artist_count) : "";
+  $("review-new").replaceChildren(...rows(v.new_artists, (x) => x.name));
+}
+
+$("review-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const y = $("review-year").value.trim();
+  location.hash = "#/review" + (y ? "/" + y : "");
+});

@@ -25,8 +25,12 @@ mod admin;
 mod charts;
 mod cover;
 mod extract;
+mod forward;
+mod history;
+mod imports;
 mod library;
 mod mine;
+mod review;
 mod sessions;
 mod settings;
 mod setup;
@@ -85,6 +89,7 @@ pub fn router() -> Router<AppState> {
         .route("/ui/api/artists", get(library::artists))
         .route("/ui/api/artist/{id}", get(library::artist))
         .route("/ui/api/recent", get(activity::recent))
+        .route("/ui/api/review", get(review::review))
         .route("/ui/api/now", get(activity::now))
         .route("/ui/api/playing", post(activity::playing))
         .route("/ui/chart/{name}", get(charts::chart))
@@ -93,6 +98,9 @@ pub fn router() -> Router<AppState> {
         .merge(mine::router())
         .merge(admin::router())
         .merge(settings::router())
+        .merge(forward::router())
+        .merge(history::router())
+        .merge(imports::router())
 }
 
 /// Serves the page at `/`, which the Audioscrobbler 1.2 handshake shares:

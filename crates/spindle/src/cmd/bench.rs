@@ -34,6 +34,9 @@ pub enum BenchCommand {
     /// Transcodes through `stream` against the same ffmpeg command run
     /// directly: throughput, CPU, time to first byte cold and cached.
     Transcode(WithJson<TranscodeOptions>),
+    /// Forwarding to a local Spindle through the journal: throughput, and
+    /// the drain after a one-hour outage of 1,000 users × 10 tracks.
+    Forward(WithJson<spindle_bench::forward::ForwardOptions>),
     /// One contestant of `bench library`, in a process of its own (internal).
     #[command(hide = true)]
     LibraryWorker {
@@ -89,6 +92,12 @@ pub fn run(cmd: &BenchCommand, _data_dir: &std::path::Path) -> anyhow::Result<()
                 ..a.opts.clone()
             };
             let report = run_transcode(&o, &mut |line| eprintln!("== {line}"))?;
+            print(a.json, serde_json::to_string_pretty(&report), || {
+                report.render()
+            })
+        }
+        BenchCommand::Forward(a) => {
+            let report = spindle_bench::forward::run_forward(&a.opts)?;
             print(a.json, serde_json::to_string_pretty(&report), || {
                 report.render()
             })

@@ -1,13 +1,14 @@
 //! The ListenBrainz API at the host root (`/1/…`), where liblistenbrainz
 //! expects it: submit-listens (single, playing_now, import, with
 //! ListenBrainz's limits), validate-token, a user's listens and
-//! playing-now. Every response carries `X-RateLimit-*` headers.
+//! playing-now, and the user statistics (`stats.rs`). Every response
+//! carries `X-RateLimit-*` headers.
 //!
-//! A user's listens and playing-now are private unless the user made them
-//! public (`spindle user privacy NAME public`, or the web UI): the owner
-//! reads them with their token in `Authorization: Token …`. Anyone else
-//! gets 401 with [`PRIVATE`], the same answer as for a user that does not
-//! exist, so user names cannot be told apart.
+//! A user's listens, playing-now and statistics are private unless the
+//! user made them public (`spindle user privacy NAME public`, or the web
+//! UI): the owner reads them with their token in `Authorization: Token …`.
+//! Anyone else gets 401 with [`PRIVATE`], the same answer as for a user
+//! that does not exist, so user names cannot be told apart.
 
 use std::net::SocketAddr;
 
@@ -26,6 +27,9 @@ use crate::params::Params;
 use crate::scrobble;
 use crate::state::{AppState, RateInfo};
 
+mod range;
+mod stats;
+
 /// Most listens in one submission.
 pub const MAX_LISTENS_PER_REQUEST: usize = 1000;
 /// Largest listen, in bytes of JSON.
@@ -39,6 +43,7 @@ pub fn router() -> Router<AppState> {
         .route("/1/validate-token", get(validate))
         .route("/1/user/{name}/listens", get(listens))
         .route("/1/user/{name}/playing-now", get(playing_now))
+        .route("/1/stats/user/{name}/{stat}", get(stats::user_stat))
 }
 
 fn reply(status: StatusCode, body: Value, rate: &RateInfo) -> Response {

@@ -1,0 +1,77 @@
+//! ListenBrainz exports and pages of `/1/user/NAME/listens`: listens with
+//! `listened_at` and `track_metadata` (`artist_name`, `track_name`,
+//! `release_name`, `additional_info` with `recording_mbid`,
+//! `duration_ms`, `tracknumber`), and the MusicBrainz mapping a
+//! ListenBrainz export adds (`mbid_mapping.recording_mbid`).
+
+use serde_json::{Map, Value};
+
+use super::{str_of, Format};
+use crate::model::Listen;
+
+/// A listen object; `None` without a `listened_at` (a playing-now entry).
+pub(super) fn listen(o: &Map<String, Value>, user: &str) -> Option<Listen> {
+    let md = o.get("track_metadata")?.as_object()?;
+    let ts = o.get("listened_at").and_then(Value::as_i64)?;
+    let mut l = Listen::new(
+        user,
+        ts,
+        &str_of(md, "artist_name"),
+        &str_of(md, "track_name"),
+    );
+    l.album = str_of(md, "release_name");
+    if let Some(ai) = md.get("additional_info").and_then(Value::as_object) {
+        l.mbid = str_of(ai, "recording_mbid");
+        l.duration = ai
+            .get("duration_ms")
+            .and_then(Value::as_u64)
+            .map(|ms| (ms / 1000) as u32)
+            .or_else(|| ai.get("duration").and_then(Value::as_u64).map(|s| s as u32));
+        l.track_number = ai
+            .get("tracknumber")
+            .and_then(|n| n.as_u64().or_else(|| n.as_str()?.parse().ok()))
+            .map(|n| n as u32);
+    }
+    if l.mbid.is_empty() {
+        if let Some(m) = o
+            .get("mbid_mapping")
+            .and_then(|m| m.get("recording_mbid"))
+            .and_then(Value::as_str)
+        {
+            l.mbid = m.to_owned();
+        }
+    }
+    l.client = Format::ListenBrainz.client();
+    Some(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(json: &str) -> Option<Listen> {
+        let v: Value = serde_json::from_str(json).unwrap();
+        listen(v.as_object().unwrap(), "ann")
+    }
+
+    #[test]
+    fn an_export_row_keeps_its_mapping_and_details() {
+        let l = one(
+            r#"{"listened_at":1600000000,"recording_msid":"x","track_metadata":{"artist_name":"Björk","track_name":"Jóga","release_name":"Homogenic","additional_info":{"duration_ms":305000,"tracknumber":"2"}},"mbid_mapping":{"recording_mbid":"0c5d5c82-0000-4000-8000-000000000000"}}"#,
+        )
+        .unwrap();
+        assert_eq!((l.artist.as_str(), l.title.as_str()), ("Björk", "Jóga"));
+        assert_eq!(l.album, "Homogenic");
+        assert_eq!(l.duration, Some(305));
+        assert_eq!(l.track_number, Some(2));
+        assert_eq!(l.mbid, "0c5d5c82-0000-4000-8000-000000000000");
+    }
+
+    #[test]
+    fn a_playing_now_entry_is_not_a_listen() {
+        assert_eq!(
+            one(r#"{"playing_now":true,"track_metadata":{"artist_name":"A","track_name":"T"}}"#),
+            None
+        );
+    }
+}

@@ -1,0 +1,285 @@
+//! Corrections of a user's listening history as the server makes them
+//! (docs/scrobble-hub.md, "Corrections"): the history appends and
+//! applies the correction ([`spindle_listens::Listens::correct`]), then
+//! what it changed moves the library's `timesplayed` (the linker) and the
+//! hot tier's popularity (the tiers' feed), so both follow the corrected
+//! counts. The web UI's history routes (`web/history.rs`) call it while
+//! the server runs; `spindle listens edit|delete|merge|undo|corrections`
+//! calls [`correct_offline`] on a stopped server's data dir.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use spindle_listens::{Corrected, Correction, CorrectionError, CorrectionInfo, Listens, Options};
+use spindle_store::Db;
+
+use crate::accounts::{AccountError, Accounts};
+use crate::{AppState, Config, SystemClock};
+
+impl Config {
+    /// How the listening history is opened under these settings.
+    pub fn listens_options(&self) -> Options {
+        Options {
+            dedupe_window: Duration::from_secs(self.dedupe_window),
+        }
+    }
+}
+
+/// A change to a user's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// An edit, a delete or a merge.
+    Correct(Correction),
+    /// Take back the correction with this id.
+    Undo(u64),
+}
+
+impl AppState {
+    /// Makes `action` on `user`'s history, then moves the library's play
+    /// counts and the hot tier's popularity by what it changed (queued:
+    /// [`AppState::flush_library_links`] waits for them). Blocks on the
+    /// log's fsync: call from a blocking thread.
+    pub fn correct_history(
+        &self,
+        user: &str,
+        action: Action,
+    ) -> Result<Corrected, CorrectionError> {
+        let now = self.now();
+        let done = match action {
+            Action::Correct(what) => self.listens.correct(user, what, now)?,
+            Action::Undo(id) => self.listens.undo(user, id, now)?,
+        };
+        self.linker.send_corrected(&done);
+        if let Some(feed) = &self.feed {
+            feed.send_corrected(&done, now);
+        }
+        Ok(done)
+    }
+}
+
+/// Why a correction of a stopped server's history did not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OfflineError {
+    #[error("opening the accounts in {}", path.display())]
+    Accounts {
+        path: PathBuf,
+        #[source]
+        source: AccountError,
+    },
+    #[error("no user named '{user}' (spindle user add {user})")]
+    NoUser { user: String },
+    /// The library is locked while `spindle serve` runs.
+    #[error(
+        "the library in {} is in use (is `spindle serve` running?): while the server runs, \
+         correct the history in its web UI (Recent listens: edit, delete; History: merge, undo)",
+        path.display()
+    )]
+    Running {
+        path: PathBuf,
+        #[source]
+        source: spindle_store::OpenError,
+    },
+    #[error("opening the library in {}", path.display())]
+    Library {
+        path: PathBuf,
+        #[source]
+        source: spindle_store::OpenError,
+    },
+    #[error(transparent)]
+    Listens(#[from] spindle_listens::OpenError),
+    #[error(transparent)]
+    Correction(#[from] CorrectionError),
+}
+
+/// The state of a stopped server's data dir, for one command: the user
+/// checked, the library opened (and so locked against a server starting).
+fn open_offline(data_dir: &Path, user: &str) -> Result<AppState, OfflineError> {
+    let path = data_dir.join("accounts");
+    let accounts =
+        Accounts::open(&path).map_err(|source| OfflineError::Accounts { path, source })?;
+    if !accounts.user_exists(user) {
+        return Err(OfflineError::NoUser {
+            user: user.to_owned(),
+        });
+    }
+    let db = Db::open(data_dir).map_err(|source| match source {
+        spindle_store::OpenError::Locked { .. } => OfflineError::Running {
+            path: data_dir.to_owned(),
+            source,
+        },
+        source => OfflineError::Library {
+            path: data_dir.to_owned(),
+            source,
+        },
+    })?;
+    let config = Config::default();
+    let (store, _) = Listens::open_with(&data_dir.join("listens"), config.listens_options())?;
+    Ok(AppState::new(
+        Arc::new(db),
+        Arc::new(accounts),
+        Arc::new(store),
+        config,
+        Arc::new(SystemClock),
+    ))
+}
+
+/// Makes `action` on `user`'s history in the data dir of a stopped
+/// server, with the library's play counts following; refused with
+/// [`OfflineError::Running`] while the server runs.
+pub fn correct_offline(
+    data_dir: &Path,
+    user: &str,
+    action: Action,
+) -> Result<Corrected, OfflineError> {
+    let state = open_offline(data_dir, user)?;
+    let done = state.correct_history(user, action)?;
+    state.flush_library_links();
+    state.stop_background();
+    Ok(done)
+}
+
+/// `user`'s corrections in the data dir of a stopped server, oldest
+/// first.
+pub fn corrections_offline(
+    data_dir: &Path,
+    user: &str,
+) -> Result<Vec<CorrectionInfo>, OfflineError> {
+    let state = open_offline(data_dir, user)?;
+    let list = state.listens.corrections(user);
+    state.stop_background();
+    Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spindle_listens::{Changes, Listen, Target};
+    use spindle_query::{SourcePref, Value};
+    use spindle_store::Op;
+
+    /// A library entry with an artist and a title; its id.
+    fn song(db: &Db, artist: &str, title: &str) -> u32 {
+        let id = db.reserve_id();
+        let mut ops = vec![Op::CreateEntry(id)];
+        for (key, value) in [("artist", artist), ("title", title)] {
+            ops.push(Op::AddProp {
+                entry: id,
+                key: key.into(),
+                source: "plugin/test".into(),
+                value: Value::Str(value.into()),
+            });
+        }
+        db.commit(ops).unwrap();
+        id
+    }
+
+    fn plays(st: &AppState, id: u32) -> i64 {
+        st.flush_library_links();
+        st.db
+            .read()
+            .get(id, "timesplayed", &SourcePref::default())
+            .into_iter()
+            .filter_map(|v| v.to_value().as_int())
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn the_library_play_counts_follow_an_edit_a_delete_and_their_undo() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path()).unwrap();
+        let (x, y) = (song(&db, "Abba", "SOS"), song(&db, "Cher", "Believe"));
+        let (listens, _) = Listens::open(&dir.path().join("listens")).unwrap();
+        let accounts = Accounts::open(&dir.path().join("accounts")).unwrap();
+        let st = AppState::new(
+            Arc::new(db),
+            Arc::new(accounts),
+            Arc::new(listens),
+            Config::default(),
+            Arc::new(crate::ManualClock::new(1_750_000_000)),
+        );
+        let ls: Vec<Listen> = (0..3)
+            .map(|i| Listen::new("ann", 1_749_000_000 + i * 1000, "Abba", "SOS"))
+            .collect();
+        let fresh = st.listens.submit(&ls).unwrap();
+        assert_eq!(fresh.len(), 3);
+        st.linker.send(ls);
+        assert_eq!((plays(&st, x), plays(&st, y)), (3, 0));
+        let edit = Action::Correct(Correction::Edit {
+            target: Target::Listen {
+                timestamp: 1_749_000_000,
+                artist: "abba".into(),
+                title: "sos".into(),
+            },
+            changes: Changes {
+                artist: Some("Cher".into()),
+                title: Some("Believe".into()),
+                ..Changes::default()
+            },
+        });
+        let edit = st.correct_history("ann", edit).unwrap();
+        assert_eq!((plays(&st, x), plays(&st, y)), (2, 1));
+        let del = Action::Correct(Correction::Delete {
+            timestamp: 1_749_001_000,
+            artist: "Abba".into(),
+            title: "SOS".into(),
+        });
+        let del = st.correct_history("ann", del).unwrap();
+        assert_eq!((plays(&st, x), plays(&st, y)), (1, 1));
+        st.correct_history("ann", Action::Undo(edit.id)).unwrap();
+        assert_eq!((plays(&st, x), plays(&st, y)), (2, 0));
+        st.correct_history("ann", Action::Undo(del.id)).unwrap();
+        assert_eq!((plays(&st, x), plays(&st, y)), (3, 0));
+        st.stop_background();
+    }
+
+    #[test]
+    fn an_offline_delete_and_undo_change_the_history_and_a_locked_library_says_to_use_the_web_ui() {
+        let dir = tempfile::tempdir().unwrap();
+        let acc = Accounts::open(&dir.path().join("accounts")).unwrap();
+        acc.add_user_cheaply("ann", "secret-password");
+        drop(acc);
+        {
+            let (l, _) = Listens::open(&dir.path().join("listens")).unwrap();
+            l.submit(&[
+                Listen::new("ann", 1_700_000_000, "A", "x"),
+                Listen::new("ann", 1_700_000_500, "A", "y"),
+            ])
+            .unwrap();
+        }
+        let del = Action::Correct(Correction::Delete {
+            timestamp: 1_700_000_000,
+            artist: "a".into(),
+            title: "X".into(),
+        });
+        let done = correct_offline(dir.path(), "ann", del).unwrap();
+        assert_eq!(done.removed.len(), 1);
+        let list = corrections_offline(dir.path(), "ann").unwrap();
+        assert_eq!(list.len(), 1);
+        assert!(!list[0].undone);
+        let e = correct_offline(
+            dir.path(),
+            "bob",
+            Action::Correct(Correction::Edit {
+                target: Target::Track {
+                    artist: "A".into(),
+                    title: "y".into(),
+                },
+                changes: Default::default(),
+            }),
+        )
+        .unwrap_err();
+        assert!(matches!(e, OfflineError::NoUser { .. }), "{e}");
+        let undone = correct_offline(dir.path(), "ann", Action::Undo(done.id)).unwrap();
+        assert_eq!(undone.added.len(), 1);
+        // A running server holds the library's lock.
+        let db = Db::open(dir.path()).unwrap();
+        let e = corrections_offline(dir.path(), "ann").unwrap_err();
+        assert!(e.to_string().contains("web UI"), "{e}");
+        drop(db);
+        let (l, _) = Listens::open(&dir.path().join("listens")).unwrap();
+        assert_eq!(l.summary("ann").playcount, 2);
+    }
+}

@@ -1,0 +1,167 @@
+//! What is shown of each link: on the settings page and in `spindle
+//! forward status` (from the files, so it works with the server
+//! stopped), and in `/metrics` (from the running queues).
+
+use std::fmt::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::link::{self, LinkKind};
+use super::Forward;
+
+/// One link's state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkStatus {
+    pub user: String,
+    pub name: String,
+    pub kind: LinkKind,
+    pub url: String,
+    /// The user name at the service.
+    pub remote_user: String,
+    pub linked_at: i64,
+    /// Listens in the journal, not yet acknowledged by the service.
+    pub pending: usize,
+    /// Listens the service acknowledged (since the server started, or as
+    /// last saved when it is stopped).
+    pub sent: u64,
+    pub now_playing_sent: u64,
+    /// The service refused the credential: link it again.
+    pub needs_auth: bool,
+    pub last_error: Option<String>,
+    /// Seconds until the next retry, when waiting (running server only).
+    pub retry_in: Option<f64>,
+    /// Whether a running server forwards it now.
+    pub running: bool,
+}
+
+/// The running links summed ([`Forward::totals`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    pub links: usize,
+    pub pending: usize,
+    pub sent: u64,
+    pub needs_auth: usize,
+}
+
+/// Every link under `root` (of `user` only, if given), from the files.
+pub fn from_files(root: &Path, user: Option<&str>) -> Vec<LinkStatus> {
+    let mut out = Vec::new();
+    for (u, name, dir) in link::list(root) {
+        if user.is_some_and(|x| x != u) {
+            continue;
+        }
+        let Ok(l) = link::load(&dir) else {
+            continue;
+        };
+        let saved = link::read_status(&dir);
+        let pending = spindle_scrobble::Journal::peek(&dir).map_or(0, |v| v.len());
+        out.push(LinkStatus {
+            user: u,
+            name,
+            kind: l.kind,
+            url: l.url,
+            remote_user: l.remote_user,
+            linked_at: l.linked_at,
+            pending,
+            sent: saved.sent,
+            now_playing_sent: saved.now_playing_sent,
+            needs_auth: link::needs_auth(&dir),
+            last_error: saved.last_error,
+            retry_in: None,
+            running: false,
+        });
+    }
+    out
+}
+
+impl Forward {
+    /// Every link (of `user` only, if given): the files, with the running
+    /// queues' live counters over them.
+    pub fn statuses(&self, user: Option<&str>) -> Vec<LinkStatus> {
+        let Some(root) = self.root() else {
+            return Vec::new();
+        };
+        let mut out = from_files(root, user);
+        let live = self.lock();
+        for s in &mut out {
+            if let Some(q) = live.get(&(s.user.clone(), s.name.clone())) {
+                let st = q.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                s.pending = st.pending;
+                s.sent = st.sent;
+                s.now_playing_sent = st.now_playing_sent;
+                s.needs_auth = st.needs_auth;
+                s.last_error = st.last_error;
+                s.retry_in = st.retry_in;
+                s.running = true;
+            }
+        }
+        out
+    }
+
+    /// The running links together: how many, listens queued, listens
+    /// acknowledged since the server started (a cheap poll: no files).
+    pub fn totals(&self) -> Totals {
+        let live = self.lock();
+        let mut t = Totals {
+            links: live.len(),
+            ..Totals::default()
+        };
+        for q in live.values() {
+            let st = q.state.lock().unwrap_or_else(|e| e.into_inner());
+            t.pending += st.pending;
+            t.sent += st.sent;
+            t.needs_auth += usize::from(st.needs_auth);
+        }
+        t
+    }
+
+    /// The running links' gauges and counters in Prometheus' text format.
+    pub fn metrics(&self) -> String {
+        let mut rows: Vec<(String, String, spindle_scrobble::ServiceState)> = self
+            .lock()
+            .iter()
+            .map(|((u, n), q)| {
+                let st = q.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                (u.clone(), n.clone(), st)
+            })
+            .collect();
+        rows.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        let mut s = String::new();
+        let label = |u: &str, n: &str| {
+            format!(
+                "user=\"{}\",service=\"{}\"",
+                u.replace('\\', "\\\\").replace('"', "\\\""),
+                n
+            )
+        };
+        let _ = writeln!(s, "# HELP spindle_forward_pending Listens queued for a linked service, not yet acknowledged.\n# TYPE spindle_forward_pending gauge");
+        for (u, n, st) in &rows {
+            let _ = writeln!(
+                s,
+                "spindle_forward_pending{{{}}} {}",
+                label(u, n),
+                st.pending
+            );
+        }
+        let _ = writeln!(s, "# HELP spindle_forward_sent_total Listens a linked service acknowledged since the server started.\n# TYPE spindle_forward_sent_total counter");
+        for (u, n, st) in &rows {
+            let _ = writeln!(
+                s,
+                "spindle_forward_sent_total{{{}}} {}",
+                label(u, n),
+                st.sent
+            );
+        }
+        let _ = writeln!(s, "# HELP spindle_forward_needs_auth 1 while a linked service refuses the credential (link it again).\n# TYPE spindle_forward_needs_auth gauge");
+        for (u, n, st) in &rows {
+            let _ = writeln!(
+                s,
+                "spindle_forward_needs_auth{{{}}} {}",
+                label(u, n),
+                u8::from(st.needs_auth)
+            );
+        }
+        s
+    }
+}

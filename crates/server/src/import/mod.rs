@@ -1,0 +1,298 @@
+//! Imports into a user's listening history, with the same checks and
+//! library links as the listens a client scrobbles: an export file
+//! (`spindle_listens::import` reads Last.fm, ListenBrainz, Rockbox,
+//! Spotify and Maloja exports) or a live pull of a remote user's history
+//! ([`crate::pull`]).
+//!
+//! With the server stopped, `spindle listens import` and `spindle
+//! listens pull` run here, through an [`AppState`] over the data dir.
+//! While it runs (the library is locked), they hand the job to it through
+//! the [`Spool`] (`DATA_DIR/imports/`), whose task ([`worker::run`])
+//! imports it in steps and saves its progress after each, so that a
+//! restarted server resumes it. The design is section 2 of
+//! `docs/scrobble-hub.md`.
+
+pub mod job;
+pub mod spool;
+pub mod worker;
+
+pub use job::{Api, Job, JobState, Pull, Source};
+pub use spool::Spool;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use spindle_listens::Listens;
+use spindle_store::Db;
+
+use crate::accounts::{AccountError, Accounts};
+use crate::{AppState, Config, SystemClock};
+
+/// Why an import did not run, or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    #[error("opening the accounts in {}", path.display())]
+    Accounts {
+        path: PathBuf,
+        #[source]
+        source: AccountError,
+    },
+    #[error("no user named '{user}' (spindle user add {user})")]
+    NoUser { user: String },
+    #[error("reading {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("reading {}", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: spindle_listens::ImportError,
+    },
+    /// The library is locked while `spindle serve` runs, which is also
+    /// how an import finds out that the server is running.
+    #[error("opening the library in {} (is `spindle serve` running?)", path.display())]
+    Library {
+        path: PathBuf,
+        #[source]
+        source: spindle_store::OpenError,
+    },
+    #[error(transparent)]
+    Listens(#[from] spindle_listens::OpenError),
+    #[error(transparent)]
+    Append(#[from] spindle_listens::AppendError),
+    /// The spool's folder could not be written or read.
+    #[error("the import spool in {}", path.display())]
+    Spool {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Pull(#[from] crate::pull::PullError),
+    #[error("the import task failed: {0}")]
+    Task(String),
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Imported {
+    /// The export's format (`rockbox`, `spotify`, …).
+    pub format: &'static str,
+    /// Listens in the file.
+    pub total: usize,
+    /// Listens added to the history; the rest were there already.
+    pub added: usize,
+    /// What the reader assumed or left out.
+    pub notes: Vec<String>,
+}
+
+/// Where an import or pull runs.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one is made per command; boxing buys nothing"
+)]
+pub enum Started<T> {
+    /// Here, the server being stopped.
+    Here(T),
+    /// Handed to the running server: follow the job in the spool.
+    Spooled(Job),
+}
+
+impl AppState {
+    /// Takes import jobs from `DATA_DIR/imports/` ([`worker::run`] runs
+    /// them). Call before the state is shared.
+    pub fn with_import_spool(mut self, data_dir: &Path) -> Self {
+        self.imports = Some(Arc::new(Spool::new(data_dir)));
+        self
+    }
+
+    /// The import spool, when the server takes jobs.
+    pub fn import_spool(&self) -> Option<&Spool> {
+        self.imports.as_deref()
+    }
+}
+
+fn open_accounts(data_dir: &Path, user: &str) -> Result<Accounts, ImportError> {
+    let path = data_dir.join("accounts");
+    let accounts =
+        Accounts::open(&path).map_err(|source| ImportError::Accounts { path, source })?;
+    if !accounts.user_exists(user) {
+        return Err(ImportError::NoUser {
+            user: user.to_owned(),
+        });
+    }
+    Ok(accounts)
+}
+
+/// The state over `data_dir` to import here, or `None` when the server
+/// holds the library (it is running).
+fn open_here(data_dir: &Path, accounts: Accounts) -> Result<Option<AppState>, ImportError> {
+    let db = match Db::open(data_dir) {
+        Ok(db) => db,
+        Err(spindle_store::OpenError::Locked { .. }) => return Ok(None),
+        Err(source) => {
+            return Err(ImportError::Library {
+                path: data_dir.to_owned(),
+                source,
+            })
+        }
+    };
+    let (store, _) = Listens::open(&data_dir.join("listens"))?;
+    Ok(Some(
+        AppState::new(
+            Arc::new(db),
+            Arc::new(accounts),
+            Arc::new(store),
+            Config::default(),
+            Arc::new(SystemClock),
+        )
+        .with_import_spool(data_dir),
+    ))
+}
+
+/// Imports the export `file` as `user`'s listens into the history of
+/// `data_dir`, idempotently (listens already there are not added again):
+/// here when the server is stopped, else handed to it. The file is read
+/// first either way, so one that is not an export is refused at once.
+pub fn import_file(
+    data_dir: &Path,
+    file: &Path,
+    user: &str,
+) -> Result<Started<Imported>, ImportError> {
+    let accounts = open_accounts(data_dir, user)?;
+    let text = std::fs::read_to_string(file).map_err(|source| ImportError::Read {
+        path: file.to_owned(),
+        source,
+    })?;
+    let export =
+        spindle_listens::import::read_export(&text, user).map_err(|source| ImportError::Parse {
+            path: file.to_owned(),
+            source,
+        })?;
+    let Some(state) = open_here(data_dir, accounts)? else {
+        let name = file
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let job = Job::new(user, Source::File { name }, SystemClock.now_secs());
+        let spool = Spool::new(data_dir);
+        spool
+            .hand_in_file(&job, file)
+            .map_err(|source| ImportError::Spool {
+                path: spool.incoming(),
+                source,
+            })?;
+        return Ok(Started::Spooled(job));
+    };
+    let total = export.listens.len();
+    let added = state.import(export.listens)?;
+    Ok(Started::Here(Imported {
+        format: export.format.name(),
+        total,
+        added,
+        notes: export.notes,
+    }))
+}
+
+/// Starts pulling `pull` into `user`'s history: the job to run here
+/// ([`run_here`]) when the server is stopped, else handed to it.
+pub fn start_pull(
+    data_dir: &Path,
+    user: &str,
+    pull: Pull,
+) -> Result<Started<(AppState, Job)>, ImportError> {
+    let accounts = open_accounts(data_dir, user)?;
+    let job = Job::new(user, Source::Pull(pull), SystemClock.now_secs());
+    match open_here(data_dir, accounts)? {
+        Some(state) => Ok(Started::Here((state, job))),
+        None => {
+            let spool = Spool::new(data_dir);
+            spool.hand_in(&job).map_err(|source| ImportError::Spool {
+                path: spool.incoming(),
+                source,
+            })?;
+            Ok(Started::Spooled(job))
+        }
+    }
+}
+
+/// Runs `job` here, saving its progress in the spool as the server
+/// would (so a pull cut short here resumes when the server starts), and
+/// returns it finished.
+pub async fn run_here(state: AppState, job: Job) -> Job {
+    let Some(spool) = state.import_spool().cloned() else {
+        return job;
+    };
+    let (_stop, stopped) = tokio::sync::watch::channel(false);
+    let job = worker::run_job(state.clone(), spool, job, stopped).await;
+    let _ = tokio::task::spawn_blocking(move || state.stop_background()).await;
+    job
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXPORT: &str = r#"[{"listened_at": 1700000000, "track_metadata": {"artist_name": "Weezer", "track_name": "Buddy Holly"}},
+        {"listened_at": 1700000300, "track_metadata": {"artist_name": "Weezer", "track_name": "Say It Ain't So"}}]"#;
+
+    /// A data dir with the user `ann`, and [`EXPORT`] in a file.
+    fn data_dir_with_ann() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let acc = Accounts::open(&dir.path().join("accounts")).unwrap();
+        acc.add_user_cheaply("ann", "secret-password");
+        let file = dir.path().join("export.json");
+        std::fs::write(&file, EXPORT).unwrap();
+        (dir, file)
+    }
+
+    fn here(s: Started<Imported>) -> Imported {
+        match s {
+            Started::Here(i) => i,
+            Started::Spooled(j) => panic!("handed in as {}", j.id),
+        }
+    }
+
+    #[test]
+    fn an_export_imported_twice_adds_its_listens_once() {
+        let (dir, file) = data_dir_with_ann();
+        let first = here(import_file(dir.path(), &file, "ann").unwrap());
+        assert_eq!(
+            (first.format, first.total, first.added),
+            ("listenbrainz", 2, 2)
+        );
+        let again = here(import_file(dir.path(), &file, "ann").unwrap());
+        assert_eq!((again.total, again.added), (2, 0));
+    }
+
+    #[test]
+    fn an_unknown_user_is_told_how_to_add_one() {
+        let (dir, file) = data_dir_with_ann();
+        let err = import_file(dir.path(), &file, "bob").err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "no user named 'bob' (spindle user add bob)"
+        );
+    }
+
+    #[test]
+    fn with_the_library_in_use_the_export_is_handed_to_the_server() {
+        let (dir, file) = data_dir_with_ann();
+        let _server = Db::open(dir.path()).unwrap();
+        let Started::Spooled(job) = import_file(dir.path(), &file, "ann").unwrap() else {
+            panic!("imported beside a running server");
+        };
+        let spool = Spool::new(dir.path());
+        assert_eq!(
+            spool.read(&job.id).unwrap().unwrap().state,
+            JobState::Queued
+        );
+        assert_eq!(
+            std::fs::read_to_string(spool.incoming().join(format!("{}.data", job.id))).unwrap(),
+            EXPORT
+        );
+    }
+}

@@ -1,0 +1,329 @@
+//! The server's import task: every [`SPOOL_POLL`] it takes the jobs
+//! handed in to the [`Spool`] and runs each on a task of its own, an
+//! export in steps of [`IMPORT_CHUNK`] listens and a pull page by page
+//! ([`crate::pull`]), saving the job's progress after every step. At
+//! start it resumes the jobs a shutdown left running. It stops at the
+//! server's shutdown signal: each job stops after its current step (its
+//! file still says `running`, so the next start resumes it), and the task
+//! returns once every job has.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use spindle_listens::Listen;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::{ImportError, Job, JobState, Source, Spool};
+use crate::AppState;
+
+/// How often the spool's `incoming/` folder is looked at: 1 s, so that
+/// `spindle listens import` beside a running server starts at once.
+pub const SPOOL_POLL: Duration = Duration::from_secs(1);
+
+/// Listens stored per step of an export; the job is saved after each.
+/// 2,000 listens are one group commit of the log and about 0.2 s of
+/// work, so a shutdown waits little for the step in hand.
+pub const IMPORT_CHUNK: usize = 2_000;
+
+/// How a job's run ended, short of failing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Finished,
+    /// The shutdown signal came: resume at the next start.
+    Stopped,
+}
+
+/// Runs the spool of `state` until `stop` turns true (or its sender is
+/// dropped), then waits for the jobs in hand to stop.
+pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
+    let Some(spool) = state.import_spool().cloned() else {
+        return;
+    };
+    let mut jobs = JoinSet::new();
+    let mut running = HashSet::new();
+    let sp = spool.clone();
+    match tokio::task::spawn_blocking(move || sp.unfinished()).await {
+        Ok(Ok(list)) => {
+            for job in list {
+                tracing::info!(job = %job.id, "resuming the import for {}", job.user);
+                running.insert(job.id.clone());
+                jobs.spawn(run_job(state.clone(), spool.clone(), job, stop.clone()));
+            }
+        }
+        Ok(Err(e)) => tracing::warn!("reading the import jobs: {e}"),
+        Err(e) => tracing::warn!("reading the import jobs: {e}"),
+    }
+    let mut tick = tokio::time::interval(SPOOL_POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        tokio::select! {
+            changed = stop.changed() => if changed.is_err() { break },
+            _ = tick.tick() => {
+                let sp = spool.clone();
+                let taken = match tokio::task::spawn_blocking(move || sp.take_incoming()).await {
+                    Ok(Ok(t)) => t,
+                    Ok(Err(e)) => {
+                        tracing::warn!("taking import jobs from the spool: {e}");
+                        Vec::new()
+                    }
+                    Err(e) => {
+                        tracing::warn!("taking import jobs from the spool: {e}");
+                        Vec::new()
+                    }
+                };
+                for job in taken {
+                    if running.insert(job.id.clone()) {
+                        tracing::info!(job = %job.id, "import for {} handed in", job.user);
+                        jobs.spawn(run_job(state.clone(), spool.clone(), job, stop.clone()));
+                    }
+                }
+            }
+            Some(done) = jobs.join_next(), if !jobs.is_empty() => {
+                if let Ok(job) = done {
+                    running.remove(&job.id);
+                }
+            }
+        }
+    }
+    while jobs.join_next().await.is_some() {}
+}
+
+/// Runs one job to its end, or until `stop`; returns it as last saved.
+pub async fn run_job(
+    state: AppState,
+    spool: Spool,
+    mut job: Job,
+    stop: watch::Receiver<bool>,
+) -> Job {
+    if !state.accounts.user_exists(&job.user) {
+        let e = ImportError::NoUser {
+            user: job.user.clone(),
+        };
+        return fail(&state, &spool, job, &e).await;
+    }
+    job.state = JobState::Running;
+    save(&state, &spool, &mut job).await;
+    let res = match &job.source {
+        Source::File { .. } => run_file(&state, &spool, &mut job, &stop).await,
+        Source::Pull(_) => crate::pull::run(&state, &spool, &mut job, &stop).await,
+    };
+    match res {
+        Ok(Outcome::Finished) => {
+            job.state = JobState::Done;
+            save(&state, &spool, &mut job).await;
+            spool.remove_data(&job.id);
+            tracing::info!(job = %job.id, "import for {} {}", job.user, job.progress_line());
+            job
+        }
+        Ok(Outcome::Stopped) => job,
+        Err(e) => fail(&state, &spool, job, &e).await,
+    }
+}
+
+async fn fail(state: &AppState, spool: &Spool, mut job: Job, e: &ImportError) -> Job {
+    let mut msg = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    tracing::warn!(job = %job.id, "import for {} failed: {msg}", job.user);
+    job.state = JobState::Failed;
+    job.error = Some(msg);
+    save(state, spool, &mut job).await;
+    job
+}
+
+/// Saves `job`'s progress; a failure is logged (the job goes on, and
+/// resumes from an older step after a restart).
+pub(crate) async fn save(state: &AppState, spool: &Spool, job: &mut Job) {
+    job.updated = state.now();
+    let (sp, j) = (spool.clone(), job.clone());
+    match tokio::task::spawn_blocking(move || sp.save(&j)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(job = %job.id, "saving the import's progress: {e}"),
+        Err(e) => tracing::warn!(job = %job.id, "saving the import's progress: {e}"),
+    }
+}
+
+/// Stores `listens` as an import ([`AppState::import`]) on a blocking
+/// thread; returns how many were new.
+pub(crate) async fn store(state: &AppState, listens: Vec<Listen>) -> Result<usize, ImportError> {
+    let st = state.clone();
+    tokio::task::spawn_blocking(move || st.import(listens))
+        .await
+        .map_err(|e| ImportError::Task(e.to_string()))?
+        .map_err(ImportError::from)
+}
+
+/// Imports the export beside `job`, from the listen it got to.
+async fn run_file(
+    state: &AppState,
+    spool: &Spool,
+    job: &mut Job,
+    stop: &watch::Receiver<bool>,
+) -> Result<Outcome, ImportError> {
+    let path = spool.data_path(&job.id);
+    let user = job.user.clone();
+    let p = path.clone();
+    let export = tokio::task::spawn_blocking(move || {
+        let text = std::fs::read_to_string(&p).map_err(|source| ImportError::Read {
+            path: p.clone(),
+            source,
+        })?;
+        spindle_listens::import::read_export(&text, &user)
+            .map_err(|source| ImportError::Parse { path: p, source })
+    })
+    .await
+    .map_err(|e| ImportError::Task(e.to_string()))??;
+    job.format = Some(export.format.name().to_owned());
+    job.notes = export.notes;
+    job.total = export.listens.len() as u64;
+    save(state, spool, job).await;
+    let from = (job.done as usize).min(export.listens.len());
+    for chunk in export.listens[from..].chunks(IMPORT_CHUNK) {
+        if *stop.borrow() {
+            return Ok(Outcome::Stopped);
+        }
+        let added = store(state, chunk.to_vec()).await?;
+        job.added += added as u64;
+        job.duplicates += (chunk.len() - added) as u64;
+        job.done += chunk.len() as u64;
+        save(state, spool, job).await;
+    }
+    Ok(Outcome::Finished)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{Accounts, Config, ManualClock};
+    use spindle_store::Db;
+
+    const LOG: &str = "#AUDIOSCROBBLER/1.1\n#TZ/UNKNOWN\n#CLIENT/Rockbox ipodvideo $Revision$\n\
+Metallica\tMetallica\tEnter Sandman\t1\t365\tL\t1700000000\t\n\
+Portishead\tDummy\tCowboys\t2\t279\tS\t1700000400\t\n\
+Portishead\tDummy\tRoads\t3\t305\tL\t1700000700\t\n";
+
+    fn state(dir: &std::path::Path) -> AppState {
+        let acc = Accounts::open(&dir.join("accounts")).unwrap();
+        acc.add_user_cheaply("ann", "secret-password");
+        let (listens, _) = spindle_listens::Listens::open(&dir.join("listens")).unwrap();
+        AppState::new(
+            Arc::new(Db::open(dir.join("lib")).unwrap()),
+            Arc::new(acc),
+            Arc::new(listens),
+            Config::default(),
+            Arc::new(ManualClock::new(1_750_000_000)),
+        )
+        .with_import_spool(dir)
+    }
+
+    /// Polls the job's file until it is finished.
+    async fn finished(spool: &Spool, id: &str) -> Job {
+        for _ in 0..100 {
+            if let Some(j) = spool.read(id).unwrap() {
+                if j.state.finished() {
+                    return j;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("job {id} did not finish");
+    }
+
+    #[tokio::test]
+    async fn a_log_handed_in_to_the_running_spool_is_imported_once_with_its_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = state(dir.path());
+        let spool = st.import_spool().unwrap().clone();
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(run(st.clone(), stopped));
+        let file = dir.path().join(".scrobbler.log");
+        std::fs::write(&file, LOG).unwrap();
+        let job = Job::new(
+            "ann",
+            Source::File {
+                name: ".scrobbler.log".into(),
+            },
+            1,
+        );
+        spool.hand_in_file(&job, &file).unwrap();
+        let done = finished(&spool, &job.id).await;
+        assert_eq!(done.state, JobState::Done, "{:?}", done.error);
+        assert_eq!((done.total, done.added, done.duplicates), (2, 2, 0));
+        assert_eq!(done.format.as_deref(), Some("rockbox"));
+        assert!(done.notes.iter().any(|n| n.contains("#TZ/UNKNOWN")));
+        assert!(
+            !spool.data_path(&job.id).exists(),
+            "the export is removed once imported"
+        );
+        let recent = st.listens.recent(
+            "ann",
+            &spindle_listens::RecentQuery {
+                limit: 10,
+                page: 1,
+                ..Default::default()
+            },
+        );
+        assert_eq!(recent.listens.len(), 2);
+        assert_eq!(recent.listens[0].client, "import/rockbox");
+        // The same log again: nothing doubles.
+        let again = Job::new(
+            "ann",
+            Source::File {
+                name: "again".into(),
+            },
+            2,
+        );
+        spool.hand_in_file(&again, &file).unwrap();
+        let done = finished(&spool, &again.id).await;
+        assert_eq!((done.added, done.duplicates), (0, 2));
+        stop.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_job_left_running_is_resumed_from_its_step_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = state(dir.path());
+        let spool = st.import_spool().unwrap().clone();
+        // As a shutdown leaves it: taken, running, one listen done.
+        let mut job = Job::new("ann", Source::File { name: "log".into() }, 1);
+        job.state = JobState::Running;
+        job.done = 1;
+        spool.save(&job).unwrap();
+        std::fs::write(spool.data_path(&job.id), LOG).unwrap();
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(run(st.clone(), stopped));
+        let done = finished(&spool, &job.id).await;
+        // Only the listen after the first was stored.
+        assert_eq!((done.state, done.done, done.added), (JobState::Done, 2, 1));
+        stop.send(true).unwrap();
+        task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_job_for_a_user_that_is_gone_fails_saying_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = state(dir.path());
+        let spool = st.import_spool().unwrap().clone();
+        let job = Job::new("zed", Source::File { name: "log".into() }, 1);
+        let done = run_job(st, spool, job, watch::channel(false).1).await;
+        assert_eq!(done.state, JobState::Failed);
+        assert_eq!(
+            done.error.as_deref(),
+            Some("no user named 'zed' (spindle user add zed)")
+        );
+    }
+}

@@ -1,0 +1,251 @@
+//! A live pull of a remote user's listening history into a Spindle
+//! user's, from a Last.fm-compatible `user.getRecentTracks`
+//! ([`lastfm`]) or a ListenBrainz-compatible `/1/user/NAME/listens`
+//! ([`listenbrainz`]), newest first, one page at a time. It runs as an
+//! import job ([`crate::import::worker`]): each page is stored like an
+//! import and the job is saved after it with the oldest time fetched (the
+//! cursor), so a restarted server goes on from there; it ends at the first
+//! page that is not full, the end of the history.
+//!
+//! The next page asks for listens *at or before* the cursor, so listens
+//! sharing the cursor's second are not lost at a page boundary; the
+//! history's dedupe drops the ones fetched twice, and a second pull adds
+//! nothing. A full page all within one second moves the cursor a second
+//! back (the only case where listens could be left out: more than a page
+//! of them in one second).
+
+pub mod lastfm;
+pub mod listenbrainz;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::import::job::{Api, Pull};
+use crate::import::worker::{save, store, Outcome};
+use crate::import::{ImportError, Job, Source, Spool};
+use crate::AppState;
+
+/// Listens asked for per Last.fm page: 200, the API's largest `limit`.
+pub const LASTFM_PAGE: usize = 200;
+
+/// Listens asked for per ListenBrainz page: 1,000, its `MAX_ITEMS_PER_GET`.
+pub const LISTENBRAINZ_PAGE: usize = 1000;
+
+/// The longest one page may take to arrive: 60 s.
+pub const PAGE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The largest page read: 32 MiB (1,000 listens with every name at its
+/// limit are under 8 MiB).
+pub const MAX_PAGE_BYTES: usize = 32 << 20;
+
+/// Tries of a page that fails for a passing reason (no connection, 5xx,
+/// 429, Last.fm's "try again" errors) before the job fails: 6, waiting
+/// [`RETRY_PAUSE`], then twice as long each time (about a minute in all).
+pub const PAGE_TRIES: u32 = 6;
+
+/// The first wait before a page is tried again: 2 s.
+pub const RETRY_PAUSE: Duration = Duration::from_secs(2);
+
+/// Why a page could not be fetched.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PullError {
+    #[error("'{0}' is not an http:// or https:// URL")]
+    Url(String),
+    #[error("fetching {url}")]
+    Http {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("{url} answered HTTP {status}: {body}")]
+    Status {
+        url: String,
+        status: u16,
+        body: String,
+    },
+    #[error("{url} answered error {code}: {message}")]
+    Remote {
+        url: String,
+        code: i64,
+        message: String,
+    },
+    #[error("{url} answered more than {MAX_PAGE_BYTES} bytes")]
+    TooLarge { url: String },
+    #[error("{url} answered something that is not JSON: {msg}")]
+    NotJson { url: String, msg: String },
+}
+
+impl PullError {
+    /// Whether trying again later may work.
+    fn passing(&self) -> bool {
+        match self {
+            PullError::Http { source, .. } => !source.is_builder(),
+            PullError::Status { status, .. } => *status == 429 || *status >= 500,
+            // Last.fm: 8 operation failed, 11 service offline, 16
+            // temporarily unavailable, 29 rate limit exceeded.
+            PullError::Remote { code, .. } => matches!(code, 8 | 11 | 16 | 29),
+            _ => false,
+        }
+    }
+}
+
+/// Pulls `job`'s remote history from its cursor on; see the module doc.
+pub(crate) async fn run(
+    state: &AppState,
+    spool: &Spool,
+    job: &mut Job,
+    stop: &watch::Receiver<bool>,
+) -> Result<Outcome, ImportError> {
+    let Source::Pull(first) = &job.source else {
+        return Ok(Outcome::Finished);
+    };
+    let mut pull = first.clone();
+    let http = reqwest::Client::builder()
+        .timeout(PAGE_TIMEOUT)
+        .user_agent(concat!("spindle/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|source| PullError::Http {
+            url: pull.url.clone(),
+            source,
+        })?;
+    let (limit, client) = match pull.api {
+        Api::Lastfm => (LASTFM_PAGE, "import/lastfm-pull"),
+        Api::Listenbrainz => (LISTENBRAINZ_PAGE, "import/listenbrainz-pull"),
+    };
+    job.format = Some(format!("{}-pull", pull.api.name()));
+    loop {
+        if *stop.borrow() {
+            return Ok(Outcome::Stopped);
+        }
+        let Some(page) = fetch_with_retries(&http, &pull, limit, stop).await? else {
+            return Ok(Outcome::Stopped);
+        };
+        let mut listens = spindle_listens::import::read_json(&page, &job.user).listens;
+        let Some(oldest) = listens.iter().map(|l| l.timestamp).min() else {
+            return Ok(Outcome::Finished);
+        };
+        let rows = listens.len();
+        for l in &mut listens {
+            l.client = client.to_owned();
+        }
+        let added = store(state, listens).await?;
+        job.total += rows as u64;
+        job.added += added as u64;
+        job.duplicates += (rows - added) as u64;
+        let stuck = pull.cursor.is_some_and(|c| oldest >= c);
+        pull.cursor = Some(match pull.cursor {
+            Some(c) if stuck => c - 1,
+            _ => oldest,
+        });
+        pull.pages += 1;
+        job.source = Source::Pull(pull.clone());
+        save(state, spool, job).await;
+        if rows < limit {
+            return Ok(Outcome::Finished);
+        }
+    }
+}
+
+/// One page, tried again for passing failures; `None` if `stop` came
+/// first.
+async fn fetch_with_retries(
+    http: &reqwest::Client,
+    pull: &Pull,
+    limit: usize,
+    stop: &watch::Receiver<bool>,
+) -> Result<Option<Value>, PullError> {
+    let mut stop = stop.clone();
+    let mut pause = RETRY_PAUSE;
+    for attempt in 1.. {
+        let req = match pull.api {
+            Api::Lastfm => lastfm::request(http, pull, limit)?,
+            Api::Listenbrainz => listenbrainz::request(http, pull, limit)?,
+        };
+        let res = tokio::select! {
+            r = fetch(req, pull.api) => r,
+            _ = stop.changed() => return Ok(None),
+        };
+        match res {
+            Ok(v) => return Ok(Some(v)),
+            Err(e) if e.passing() && attempt < PAGE_TRIES => {
+                tracing::info!(
+                    "pulling {}'s history: {e}; trying again in {pause:?}",
+                    pull.remote_user
+                );
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = stop.changed() => return Ok(None),
+                }
+                pause *= 2;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
+/// Sends `req` and reads its JSON answer, at most [`MAX_PAGE_BYTES`].
+async fn fetch(req: reqwest::RequestBuilder, api: Api) -> Result<Value, PullError> {
+    let (client, req) = req.build_split();
+    let req = req.map_err(|source| PullError::Http {
+        url: String::new(),
+        source,
+    })?;
+    let url = redacted(req.url());
+    let http = |source| PullError::Http {
+        url: url.clone(),
+        source,
+    };
+    let mut res = client.execute(req).await.map_err(http)?;
+    let status = res.status().as_u16();
+    let mut body = Vec::new();
+    while let Some(chunk) = res.chunk().await.map_err(http)? {
+        if body.len() + chunk.len() > MAX_PAGE_BYTES {
+            return Err(PullError::TooLarge { url });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let v: Result<Value, _> = serde_json::from_slice(&body);
+    if let Ok(v) = &v {
+        if let Some(e) = match api {
+            Api::Lastfm => lastfm::error_of(v),
+            Api::Listenbrainz => None,
+        } {
+            return Err(PullError::Remote {
+                url,
+                code: e.0,
+                message: e.1,
+            });
+        }
+    }
+    if !(200..300).contains(&status) {
+        let text = String::from_utf8_lossy(&body);
+        return Err(PullError::Status {
+            url,
+            status,
+            body: text.chars().take(200).collect(),
+        });
+    }
+    v.map_err(|e| PullError::NotJson {
+        url,
+        msg: e.to_string(),
+    })
+}
+
+/// `url` without its query (which may hold an API key), for messages.
+fn redacted(url: &reqwest::Url) -> String {
+    let mut u = url.clone();
+    u.set_query(None);
+    u.to_string()
+}
+
+/// `url` parsed, when it is http or https.
+fn parse_url(url: &str) -> Result<reqwest::Url, PullError> {
+    reqwest::Url::parse(url)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        .ok_or_else(|| PullError::Url(url.to_owned()))
+}

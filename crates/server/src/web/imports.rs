@@ -1,0 +1,191 @@
+//! The admin page's imports, under `/ui/api/admin/imports`: an export
+//! file uploaded for a user (`POST ?user=NAME&name=FILE`, the file as the
+//! raw body) is streamed to disk in the import spool and handed to the
+//! server's import task ([`crate::import`]); the jobs and their progress
+//! are listed (`GET`) or read one by one (`GET …/ID`), without a pull's
+//! API key or token. Every route answers `403` to a user who is not an
+//! administrator and `401` without a session; the upload needs the CSRF
+//! header.
+
+#![allow(
+    clippy::result_large_err,
+    reason = "the error is the axum Response sent straight back; boxing it buys nothing once per request"
+)]
+
+use std::path::Path as FsPath;
+use std::pin::Pin;
+
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use http_body::Body as _;
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
+
+use super::err;
+use super::extract::{Role, User};
+use crate::import::{Job, Source, Spool};
+use crate::state::AppState;
+
+/// The largest export an administrator may upload: 1 GiB, far above the
+/// largest real ones (a Last.fm export of 500,000 scrobbles is about
+/// 60 MiB, a Spotify history file 10–20 MiB). It goes to disk as it
+/// arrives, never into memory whole.
+pub const MAX_IMPORT_UPLOAD: u64 = 1 << 30;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/ui/api/admin/imports", get(list).post(upload))
+        .route("/ui/api/admin/imports/{id}", get(one))
+}
+
+/// An administrator (the admin page's role).
+#[derive(Default)]
+struct Admin;
+
+impl Role for Admin {
+    const REFUSAL: &'static str = "only an administrator may do this";
+
+    fn held(st: &AppState, user: &str) -> bool {
+        st.accounts.is_admin(user)
+    }
+}
+
+fn spool_of(st: &AppState) -> Result<Spool, Response> {
+    st.import_spool().cloned().ok_or_else(|| {
+        err(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this server takes no imports (no data dir)",
+        )
+    })
+}
+
+fn io_err(e: std::io::Error) -> Response {
+    tracing::warn!("import spool: {e}");
+    err(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "the import spool could not be written; see the server log",
+    )
+}
+
+async fn list(State(st): State<AppState>, _: User<Admin>) -> Response {
+    let spool = match spool_of(&st) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    match tokio::task::spawn_blocking(move || spool.list()).await {
+        Ok(Ok(jobs)) => {
+            let jobs: Vec<Job> = jobs.iter().map(Job::public).collect();
+            Json(json!({ "imports": jobs })).into_response()
+        }
+        Ok(Err(e)) => io_err(e),
+        Err(e) => io_err(std::io::Error::other(e)),
+    }
+}
+
+async fn one(State(st): State<AppState>, Path(id): Path<String>, _: User<Admin>) -> Response {
+    let spool = match spool_of(&st) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    match tokio::task::spawn_blocking(move || spool.read(&id)).await {
+        Ok(Ok(Some(job))) => Json(job.public()).into_response(),
+        Ok(Ok(None)) => err(StatusCode::NOT_FOUND, "no such import"),
+        Ok(Err(e)) => io_err(e),
+        Err(e) => io_err(std::io::Error::other(e)),
+    }
+}
+
+async fn upload(State(st): State<AppState>, _: User<Admin>, req: Request) -> Response {
+    match upload_inner(&st, req).await {
+        Ok(job) => (StatusCode::ACCEPTED, Json(job.public())).into_response(),
+        Err(r) => r,
+    }
+}
+
+async fn upload_inner(st: &AppState, req: Request) -> Result<Job, Response> {
+    let spool = spool_of(st)?;
+    let (mut user, mut name) = (String::new(), String::from("upload"));
+    for (k, v) in form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes()) {
+        match &*k {
+            "user" => user = v.into_owned(),
+            "name" => name = v.into_owned(),
+            _ => {}
+        }
+    }
+    if user.is_empty() {
+        return Err(err(
+            StatusCode::BAD_REQUEST,
+            "say whose listens these are: ?user=NAME",
+        ));
+    }
+    if !st.accounts.user_exists(&user) {
+        return Err(err(
+            StatusCode::NOT_FOUND,
+            &format!("no user named '{user}'"),
+        ));
+    }
+    let job = Job::new(&user, Source::File { name }, st.now());
+    let part = spool.part_path(&job.id).map_err(io_err)?;
+    if let Err(r) = receive(st, req.into_body(), &part).await {
+        let _ = tokio::fs::remove_file(&part).await;
+        return Err(r);
+    }
+    let (sp, j) = (spool.clone(), job.clone());
+    tokio::task::spawn_blocking(move || sp.hand_in_part(&j, &part))
+        .await
+        .map_err(|e| io_err(std::io::Error::other(e)))?
+        .map_err(io_err)?;
+    tracing::info!(job = %job.id, "export uploaded for {user}");
+    Ok(job)
+}
+
+/// Writes `body` to `path`: at most [`MAX_IMPORT_UPLOAD`] bytes, none of
+/// its pauses longer than the server's body idle timeout.
+async fn receive(st: &AppState, mut body: Body, path: &FsPath) -> Result<(), Response> {
+    let too_large = || {
+        err(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("an export may be at most {MAX_IMPORT_UPLOAD} bytes"),
+        )
+    };
+    if body.size_hint().lower() > MAX_IMPORT_UPLOAD {
+        return Err(too_large());
+    }
+    let mut file = tokio::fs::File::create(path).await.map_err(io_err)?;
+    let mut total = 0u64;
+    loop {
+        let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx));
+        let frame = match tokio::time::timeout(st.config.body_idle_timeout, frame).await {
+            Err(_) => {
+                return Err(err(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the upload stalled; try again",
+                ))
+            }
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                return Err(err(
+                    StatusCode::BAD_REQUEST,
+                    &format!("the upload broke off: {e}"),
+                ))
+            }
+            Ok(Some(Ok(f))) => f,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        total += data.len() as u64;
+        if total > MAX_IMPORT_UPLOAD {
+            return Err(too_large());
+        }
+        file.write_all(&data).await.map_err(io_err)?;
+    }
+    if total == 0 {
+        return Err(err(StatusCode::BAD_REQUEST, "the upload is empty"));
+    }
+    file.flush().await.map_err(io_err)
+}

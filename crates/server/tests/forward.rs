@@ -1,0 +1,288 @@
+//! Forwarding between two servers in this process, as `spindle serve`
+//! runs them (`Server::open`, `Server::run`): alice's listens on A reach
+//! bob on B through B's Last.fm 2.0 API and carol on B through B's
+//! ListenBrainz API, in order, imports excepted; now playing reaches B;
+//! and a shutdown of A joins the forwarding tasks.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
+#![allow(clippy::panic, reason = "see clippy.toml")]
+
+use std::time::{Duration, Instant};
+
+mod common;
+
+use spindle_listens::{Listen, RecentQuery};
+use spindle_server::forward::{linking, Link, LinkKind};
+use spindle_server::{AppState, Server, ServerConfig};
+
+const NOW: i64 = 1_750_000_000;
+
+struct Running {
+    state: AppState,
+    base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    run: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+async fn start(data: &std::path::Path) -> Running {
+    let server = Server::open(ServerConfig::new(data)).await.unwrap();
+    let state = server.state().clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(server.run(listener, async move {
+        let _ = stopped.await;
+    }));
+    Running {
+        state,
+        base,
+        stop,
+        run,
+    }
+}
+
+fn titles(st: &AppState, user: &str) -> Vec<String> {
+    let mut p = st
+        .listens
+        .recent(
+            user,
+            &RecentQuery {
+                from: None,
+                to: None,
+                limit: 100,
+                page: 1,
+            },
+        )
+        .listens;
+    p.reverse();
+    p.into_iter().map(|l| l.title).collect()
+}
+
+async fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while !ok() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn listen(title: &str, ts: i64, client: &str) -> Listen {
+    let mut l = Listen::new("alice", ts, "Forwarded", title);
+    l.client = client.into();
+    l
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alices_listens_reach_both_services_of_another_server_in_order_but_not_her_imports() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = start(&tmp.path().join("b")).await;
+    b.state
+        .accounts
+        .add_user("bob", "pw-bob-1234", NOW)
+        .unwrap();
+    b.state
+        .accounts
+        .add_user("carol", "pw-carol-1234", NOW)
+        .unwrap();
+    let (api_key, api_secret) = b.state.accounts.add_api_key("spindle A", NOW).unwrap();
+    let session = b.state.accounts.new_session("bob", &api_key, NOW).unwrap();
+    let carol_token = b.state.accounts.user_token("carol").unwrap();
+
+    let a_dir = tmp.path().join("a");
+    let a = start(&a_dir).await;
+    a.state
+        .accounts
+        .add_user("alice", "pw-alice-1234", NOW)
+        .unwrap();
+    let root = linking::root(&a_dir);
+    let end = a.state.listens.committed_end();
+    let lastfm = Link {
+        kind: LinkKind::Lastfm,
+        url: format!("{}/2.0/", b.base),
+        api_key,
+        api_secret,
+        secret: session,
+        remote_user: "bob".into(),
+        linked_at: NOW,
+    };
+    linking::save(&root, "alice", "b-lastfm", &lastfm, end).unwrap();
+    let lb = linking::listenbrainz(Some(&b.base), &carol_token, &Default::default(), NOW)
+        .await
+        .unwrap();
+    assert_eq!(lb.remote_user, "carol");
+    linking::save(&root, "alice", "b-lb", &lb, end).unwrap();
+
+    let now = a.state.now();
+    for (i, batch) in [
+        vec![listen("one", now - 500, "web")],
+        vec![
+            listen("two", now - 400, "subsonic"),
+            listen("imported", now - 350, "import/lastfm"),
+        ],
+        vec![listen("three", now - 300, "listenbrainz")],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        spindle_server::scrobble::store(&a.state, batch)
+            .await
+            .unwrap_or_else(|e| panic!("batch {i}: {e}"));
+    }
+    let want = ["one", "two", "three"];
+    wait_until("bob's listens on B", || titles(&b.state, "bob") == want).await;
+    wait_until("carol's listens on B", || titles(&b.state, "carol") == want).await;
+    // The registry has started both links by now: now playing goes out.
+    wait_until("both links running", || {
+        a.state
+            .forward
+            .statuses(Some("alice"))
+            .iter()
+            .all(|s| s.running && s.pending == 0)
+    })
+    .await;
+    let mut np = listen("playing", now, "web");
+    np.duration = Some(200);
+    spindle_server::scrobble::check(&a.state, &np, false).unwrap();
+    a.state.forward.now_playing(&np);
+    let app = spindle_server::router(b.state.clone());
+    let bob_token = b.state.accounts.user_token("bob").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let bob = playing_now(&app, "bob", &bob_token).await;
+        let carol = playing_now(&app, "carol", &carol_token).await;
+        if bob.contains("\"playing\"") && carol.contains("\"playing\"") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no now playing on B: {bob} {carol}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let statuses = a.state.forward.statuses(Some("alice"));
+    assert_eq!(statuses.len(), 2);
+    for s in &statuses {
+        assert_eq!((s.sent, s.pending, s.needs_auth), (3, 0, false), "{s:?}");
+    }
+    let metrics = a.state.forward.metrics();
+    assert!(
+        metrics.contains("spindle_forward_sent_total{user=\"alice\",service=\"b-lb\"} 3"),
+        "{metrics}"
+    );
+
+    // Shutdown joins the forwarding tasks: `run` returns.
+    let _ = a.stop.send(());
+    tokio::time::timeout(Duration::from_secs(20), a.run)
+        .await
+        .expect("A stops")
+        .unwrap()
+        .unwrap();
+    let _ = b.stop.send(());
+    let _ = b.run.await;
+}
+
+/// B's ListenBrainz `playing-now` of `user`, as text.
+async fn playing_now(app: &axum::Router, user: &str, token: &str) -> String {
+    use tower::ServiceExt;
+    let req = axum::http::Request::get(format!("/1/user/{user}/playing-now"))
+        .header("authorization", format!("Token {token}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let r = app.clone().oneshot(req).await.unwrap();
+    let b = http_body_util::BodyExt::collect(r.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+/// A web UI POST with the session `cookie`.
+fn post(uri: &str, cookie: &str, body: serde_json::Value) -> axum::http::Request<axum::body::Body> {
+    axum::http::Request::post(uri)
+        .header("host", "127.0.0.1:4533")
+        .header("content-type", "application/json")
+        .header("x-spindle-csrf", "1")
+        .header("cookie", cookie)
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_made_on_the_settings_page_forwards_until_it_is_unlinked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = start(&tmp.path().join("b")).await;
+    b.state
+        .accounts
+        .add_user("carol", "pw-carol-1234", NOW)
+        .unwrap();
+    let carol_token = b.state.accounts.user_token("carol").unwrap();
+    let a = start(&tmp.path().join("a")).await;
+    a.state
+        .accounts
+        .add_user("alice", "pw-alice-1234", NOW)
+        .unwrap();
+    let app = spindle_server::router(a.state.clone());
+    let cookie = common::session(&app, "alice", "pw-alice-1234").await;
+
+    // A wrong token is checked at B and refused before anything is kept.
+    let (status, _, body) = common::send(
+        &app,
+        post(
+            "/ui/api/forward/listenbrainz",
+            &cookie,
+            serde_json::json!({"token": "wrong", "url": b.base, "name": "b"}),
+        ),
+    )
+    .await;
+    let body = String::from_utf8_lossy(&body).into_owned();
+    assert_eq!(status.as_u16(), 502, "{body}");
+    assert!(body.contains("refused the credential"), "{body}");
+    assert!(a.state.forward.statuses(Some("alice")).is_empty());
+
+    let (status, _, body) = common::send(
+        &app,
+        post(
+            "/ui/api/forward/listenbrainz",
+            &cookie,
+            serde_json::json!({"token": carol_token, "url": b.base, "name": "b"}),
+        ),
+    )
+    .await;
+    assert!(status.is_success(), "{}", String::from_utf8_lossy(&body));
+    let mut list = common::get("/ui/api/forward");
+    list.headers_mut().insert("cookie", cookie.parse().unwrap());
+    let (_, _, body) = common::send(&app, list).await;
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["links"][0]["remote_user"], "carol", "{v}");
+
+    let now = a.state.now();
+    spindle_server::scrobble::store(&a.state, vec![listen("kept", now - 100, "web")])
+        .await
+        .unwrap();
+    wait_until("carol's listen on B", || {
+        titles(&b.state, "carol") == ["kept"]
+    })
+    .await;
+
+    let (status, _, _) = common::send(
+        &app,
+        post(
+            "/ui/api/forward/unlink",
+            &cookie,
+            serde_json::json!({"name": "b"}),
+        ),
+    )
+    .await;
+    assert!(status.is_success());
+    wait_until("the link to stop", || a.state.forward.totals().links == 0).await;
+    spindle_server::scrobble::store(&a.state, vec![listen("not sent", now - 50, "web")])
+        .await
+        .unwrap();
+    tokio::time::sleep(spindle_server::forward::RESCAN * 2).await;
+    assert_eq!(titles(&b.state, "carol"), ["kept"]);
+
+    let _ = a.stop.send(());
+    let _ = a.run.await;
+    let _ = b.stop.send(());
+    let _ = b.run.await;
+}
