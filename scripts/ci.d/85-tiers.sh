@@ -20,8 +20,10 @@ fi
 export GARAGE_BIN
 [[ -x "$ROOT/.venv/bin/pip" ]] || python3 -m venv "$ROOT/.venv"
 "$ROOT/.venv/bin/pip" show -q pytest >/dev/null 2>&1 || "$ROOT/.venv/bin/pip" install -q pytest
+"$ROOT/.venv/bin/pip" show -q boto3 >/dev/null 2>&1 || "$ROOT/.venv/bin/pip" install -q boto3
 cargo test --locked -p spindle-tiers --lib
 cargo build --release --locked -p spindle
 "$ROOT/target/release/spindle" tiers bench-devices --requests 1000
 SPINDLE_TIERS_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
     timeout 600 "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/tiers/test_tiers_garage.py"
+SPINDLE_TIERS_TESTS=1 timeout 300 "$ROOT/.venv/bin/python" -m pytest -q -s "$ROOT/tests/tiers/test_garage_conditional.py"

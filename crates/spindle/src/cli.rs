@@ -72,6 +72,9 @@ pub enum Command {
     /// Storage tiers: status, pins, and the hot-tier policy simulation.
     #[command(subcommand)]
     Tiers(TiersCommand),
+    /// Several Spindle servers on one Garage cluster: the capacity simulation.
+    #[command(subcommand)]
+    Cluster(crate::cmd::cluster::ClusterCommand),
     /// Forward each user's plays to Last.fm, ListenBrainz and compatible
     /// services: link, status, unlink.
     #[command(subcommand)]
