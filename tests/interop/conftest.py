@@ -6,12 +6,14 @@ SPINDLE_BIN names the binary (default: target/release/spindle)."""
 import contextlib
 import os
 import re
+import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
+import requests
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = os.environ.get("SPINDLE_BIN", str(ROOT / "target/release/spindle"))
@@ -98,3 +100,78 @@ def music_server(music, password, users=("ann",), data_dir=None):
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+def free_port():
+    """A loopback port free now (for a server that restarts on the same
+    port)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Node:
+    """`spindle serve` over DATA_DIR on a fixed loopback port (the demo
+    library: no --music), stopped and started again at will; its log goes
+    to NAME.log beside the data dir. `host` is 127.0.0.1:PORT, `url` the
+    base URL."""
+
+    def __init__(self, data_dir, name="server"):
+        self.data_dir, self.name = data_dir, name
+        self.port = free_port()
+        self.host = f"127.0.0.1:{self.port}"
+        self.url = f"http://{self.host}"
+        self.proc = None
+
+    def start(self):
+        log = open(Path(self.data_dir).parent / f"{self.name}.log", "a")
+        self.proc = subprocess.Popen(
+            [BIN, "--data-dir", self.data_dir, "serve", "--listen", self.host],
+            stdout=subprocess.PIPE, stderr=log, text=True,
+        )
+        for _ in range(10):
+            if "http://" in self.proc.stdout.readline():
+                break
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                if requests.get(f"{self.url}/healthz", timeout=2).ok:
+                    return
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        raise AssertionError(f"{self.name} did not start")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def listenbrainz_client(url, token):
+    """A liblistenbrainz client of the server at URL, authenticated by a
+    user token (older liblistenbrainz versions take the URL only as a
+    module global)."""
+    import liblistenbrainz
+    import liblistenbrainz.client as lbclient
+
+    lbclient.API_BASE_URL = url
+    try:
+        c = liblistenbrainz.ListenBrainz(api_base_url=url)
+    except TypeError:
+        c = liblistenbrainz.ListenBrainz()
+    c.set_auth_token(token)
+    return c
+
+
+def need_chromium():
+    """Skips the calling test module unless scripts/ci.d/80-server.sh runs
+    it (SPINDLE_SUBSONIC_TESTS=1; the stage installs Chromium) and aiohttp
+    and Chromium are there; returns the `browser` module (browser.py)."""
+    if not os.environ.get("SPINDLE_SUBSONIC_TESTS"):
+        pytest.skip("run by scripts/ci.d/80-server.sh (set SPINDLE_SUBSONIC_TESTS=1)",
+                    allow_module_level=True)
+    pytest.importorskip("aiohttp")
+    import browser
+
+    if not browser.chromium_binary():
+        pytest.skip("chromium is not installed", allow_module_level=True)
+    return browser

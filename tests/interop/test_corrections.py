@@ -8,63 +8,20 @@ them restores everything. The same play sent by two clients 5 s apart
 counts once. With the server stopped, `spindle listens corrections`
 lists them; while it runs, the command says to use the web UI."""
 
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import liblistenbrainz
-import liblistenbrainz.client as lbclient
 import pylast
 import requests
 
-from conftest import BIN, cli, now
+from conftest import BIN, Node, cli, listenbrainz_client, now
 from test_pylast import network
 
 PASSWORD = "correct horse"
 USER = "cora"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Node:
-    """`spindle serve` over a data dir on a fixed port (the demo library),
-    stopped and started again at will; `host`, `url`, `api_key`, `secret`
-    as pylast's `network` wants them."""
-
-    def __init__(self, data_dir):
-        self.data_dir = data_dir
-        self.port = free_port()
-        self.host = f"127.0.0.1:{self.port}"
-        self.url = f"http://{self.host}"
-        self.proc = None
-
-    def start(self):
-        log = open(Path(self.data_dir).parent / "server.log", "a")
-        self.proc = subprocess.Popen(
-            [BIN, "--data-dir", self.data_dir, "serve", "--listen", self.host],
-            stdout=subprocess.PIPE, stderr=log, text=True,
-        )
-        for _ in range(10):
-            if "http://" in self.proc.stdout.readline():
-                break
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                if requests.get(f"{self.url}/healthz", timeout=2).ok:
-                    return
-            except requests.ConnectionError:
-                time.sleep(0.1)
-        raise AssertionError("the server did not start")
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
 
 
 def eventually(check, what, timeout=15):
@@ -107,13 +64,7 @@ def run(node, data):
         return n
 
     def listenbrainz():
-        lbclient.API_BASE_URL = node.url
-        try:
-            c = liblistenbrainz.ListenBrainz(api_base_url=node.url)
-        except TypeError:
-            c = liblistenbrainz.ListenBrainz()
-        c.set_auth_token(token)
-        return c
+        return listenbrainz_client(node.url, token)
 
     sub = {"u": USER, "p": PASSWORD, "v": "1.16.1", "c": "corrections-test", "f": "json"}
     songs = requests.get(f"{node.url}/rest/getRandomSongs", params={**sub, "size": 50},

@@ -8,7 +8,6 @@ and now playing reaches B too."""
 
 import json
 import re
-import socket
 import struct
 import subprocess
 import tempfile
@@ -17,48 +16,9 @@ from pathlib import Path
 
 import requests
 
-from conftest import BIN, cli
+from conftest import BIN, Node, cli
 
 PASSWORD = "correct horse"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Node:
-    """A `spindle serve` over a data dir on a fixed port, stopped and
-    started again at will (the demo library: no --music)."""
-
-    def __init__(self, data_dir, name):
-        self.data_dir, self.name = data_dir, name
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.proc = None
-
-    def start(self):
-        log = open(Path(self.data_dir).parent / f"{self.name}.log", "a")
-        self.proc = subprocess.Popen(
-            [BIN, "--data-dir", self.data_dir, "serve", "--listen", f"127.0.0.1:{self.port}"],
-            stdout=subprocess.PIPE, stderr=log, text=True,
-        )
-        for _ in range(10):
-            if "http://" in self.proc.stdout.readline():
-                break
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                if requests.get(f"{self.base}/healthz", timeout=2).ok:
-                    return
-            except requests.ConnectionError:
-                time.sleep(0.1)
-        raise AssertionError(f"{self.name} did not start")
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
 
 
 def read_log(data_dir):
@@ -84,7 +44,7 @@ def read_log(data_dir):
 
 
 def b_listens(b, user, token):
-    r = requests.get(f"{b.base}/1/user/{user}/listens", params={"count": 100},
+    r = requests.get(f"{b.url}/1/user/{user}/listens", params={"count": 100},
                      headers={"Authorization": f"Token {token}"}, timeout=10)
     r.raise_for_status()
     return [(l["listened_at"], l["track_metadata"]["track_name"])
@@ -132,7 +92,7 @@ def run(a, b):
     # bob approves on B's real page.
     link = subprocess.Popen(
         [BIN, "--data-dir", a.data_dir, "forward", "link", "alice", "lastfm",
-         "--name", "b-lastfm", "--url", f"{b.base}/2.0/",
+         "--name", "b-lastfm", "--url", f"{b.url}/2.0/",
          "--api-key", api_key, "--api-secret", secret, "--wait", "60"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
@@ -142,10 +102,10 @@ def run(a, b):
         if line.startswith("http"):
             page = line.strip()
             break
-    assert page and page.startswith(f"{b.base}/api/auth/?"), page
+    assert page and page.startswith(f"{b.url}/api/auth/?"), page
     token = re.search(r"token=(\w+)", page).group(1)
     assert requests.get(page, timeout=10).ok
-    r = requests.post(f"{b.base}/api/auth/", data={
+    r = requests.post(f"{b.url}/api/auth/", data={
         "api_key": api_key, "token": token, "username": "bob", "password": PASSWORD, "cb": "",
     }, timeout=10)
     assert r.status_code < 400, r.text
@@ -155,17 +115,17 @@ def run(a, b):
 
     # ListenBrainz: carol's token, checked by B.
     out = cli(a.data_dir, "forward", "link", "alice", "listenbrainz", "--name", "b-lb",
-              "--url", b.base, "--token", carol_token)
+              "--url", b.url, "--token", carol_token)
     assert "as carol" in out, out
     bad = subprocess.run(
         [BIN, "--data-dir", a.data_dir, "forward", "link", "alice", "listenbrainz",
-         "--name", "bad", "--url", b.base, "--token", "not-a-token"],
+         "--name", "bad", "--url", b.url, "--token", "not-a-token"],
         capture_output=True, text=True,
     )
     assert bad.returncode != 0 and "token" in bad.stderr, bad.stderr
 
     sub = {"u": "alice", "p": PASSWORD, "v": "1.16.1", "c": "forward-test", "f": "json"}
-    songs = requests.get(f"{a.base}/rest/getRandomSongs", params={**sub, "size": 50},
+    songs = requests.get(f"{a.url}/rest/getRandomSongs", params={**sub, "size": 50},
                          timeout=10).json()["subsonic-response"]["randomSongs"]["song"]
     songs = sorted(songs, key=lambda s: s["id"])
     assert len(songs) >= 3, songs
@@ -174,7 +134,7 @@ def run(a, b):
 
     def web_login():
         web.cookies.clear()
-        r = web.post(f"{a.base}/ui/login", json={"user": "alice", "password": PASSWORD}, timeout=10)
+        r = web.post(f"{a.url}/ui/login", json={"user": "alice", "password": PASSWORD}, timeout=10)
         assert r.ok, r.text
 
     web_login()
@@ -187,13 +147,13 @@ def run(a, b):
         how = i % 3
         if how == 0:
             s = songs[i % len(songs)]
-            r = requests.get(f"{a.base}/rest/scrobble", timeout=10, params={
+            r = requests.get(f"{a.url}/rest/scrobble", timeout=10, params={
                 **sub, "id": s["id"], "submission": "true", "time": ts * 1000})
             assert r.json()["subsonic-response"]["status"] == "ok", r.text
             plays.append((ts, s["title"]))
         elif how == 1:
             title = f"LB play {i}"
-            r = requests.post(f"{a.base}/1/submit-listens", timeout=10,
+            r = requests.post(f"{a.url}/1/submit-listens", timeout=10,
                               headers={"Authorization": f"Token {alice_token}"},
                               json={"listen_type": "single", "payload": [{
                                   "listened_at": ts,
@@ -202,7 +162,7 @@ def run(a, b):
             plays.append((ts, title))
         else:
             s = songs[(i + 1) % len(songs)]
-            r = web.post(f"{a.base}/ui/api/playing", json={"id": int(s["id"]), "scrobble": True, "at": ts},
+            r = web.post(f"{a.url}/ui/api/playing", json={"id": int(s["id"]), "scrobble": True, "at": ts},
                          timeout=10)
             assert r.ok, r.text
             plays.append((ts, s["title"]))
@@ -217,7 +177,7 @@ def run(a, b):
     wait_for(lambda: arrived(3), "the first plays on B")
     # Now playing, by the Subsonic API.
     np_song = songs[0]
-    r = requests.get(f"{a.base}/rest/scrobble", timeout=10,
+    r = requests.get(f"{a.url}/rest/scrobble", timeout=10,
                      params={**sub, "id": np_song["id"], "submission": "false"})
     assert r.json()["subsonic-response"]["status"] == "ok"
 
@@ -226,7 +186,7 @@ def run(a, b):
         # (track.updateNowPlaying), carol's through its ListenBrainz API.
         got = []
         for user, tok in (("bob", bob_token), ("carol", carol_token)):
-            r = requests.get(f"{b.base}/1/user/{user}/playing-now", timeout=10,
+            r = requests.get(f"{b.url}/1/user/{user}/playing-now", timeout=10,
                              headers={"Authorization": f"Token {tok}"}).json()
             got.append([l["track_metadata"]["track_name"] for l in r["payload"]["listens"]])
         return got == [[np_song["title"]]] * 2
@@ -272,7 +232,7 @@ def run(a, b):
     assert {(l["name"], l["remote_user"], l["kind"]) for l in js} == {
         ("b-lastfm", "bob", "lastfm"), ("b-lb", "carol", "listenbrainz")}
     # Metrics on A.
-    m = requests.get(f"{a.base}/metrics", headers={"Authorization": f"Bearer {alice_token}"},
+    m = requests.get(f"{a.url}/metrics", headers={"Authorization": f"Bearer {alice_token}"},
                      timeout=10).text
     assert 'spindle_forward_pending{user="alice",service="b-lb"} 0' in m, m
     # Unlinking removes the link and its queue.

@@ -5,21 +5,13 @@ Run by scripts/ci.d/80-server.sh, which installs Chromium."""
 
 import asyncio
 import json
-import os
 
-import pytest
 import requests
 
-if not os.environ.get("SPINDLE_SUBSONIC_TESTS"):
-    pytest.skip("run by scripts/ci.d/80-server.sh (set SPINDLE_SUBSONIC_TESTS=1)",
-                allow_module_level=True)
-pytest.importorskip("aiohttp")
-import browser  # noqa: E402  (beside this file)
-from conftest import PASSWORD, cli  # noqa: E402
-from stats_history import HISTORY  # noqa: E402
+from conftest import PASSWORD, cli, need_chromium
+from stats_history import HISTORY
 
-if not browser.chromium_binary():
-    pytest.skip("chromium is not installed", allow_module_level=True)
+browser = need_chromium()
 
 USER = "rev"
 

@@ -8,13 +8,12 @@ every count is exact."""
 from datetime import datetime, timedelta, timezone
 
 import liblistenbrainz
-import liblistenbrainz.client as lbclient
 import liblistenbrainz.errors
 import pylast
 import pytest
 import requests
 
-from conftest import PASSWORD, cli, now
+from conftest import PASSWORD, cli, listenbrainz_client, now
 from stats_history import HISTORY, ts
 from test_pylast import network
 
@@ -41,13 +40,7 @@ ALL = 14
 
 
 def client(server, token):
-    lbclient.API_BASE_URL = server.url
-    try:
-        c = liblistenbrainz.ListenBrainz(api_base_url=server.url)
-    except TypeError:
-        c = liblistenbrainz.ListenBrainz()
-    c.set_auth_token(token)
-    return c
+    return listenbrainz_client(server.url, token)
 
 
 @pytest.fixture(scope="module")

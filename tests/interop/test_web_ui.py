@@ -22,14 +22,9 @@ from pathlib import Path
 
 import pytest
 
-if not os.environ.get("SPINDLE_SUBSONIC_TESTS"):
-    pytest.skip("run by scripts/ci.d/80-server.sh (set SPINDLE_SUBSONIC_TESTS=1)",
-                allow_module_level=True)
-pytest.importorskip("aiohttp")
-import browser  # noqa: E402  (beside this file)
+from conftest import need_chromium
 
-if not browser.chromium_binary():
-    pytest.skip("chromium is not installed", allow_module_level=True)
+browser = need_chromium()
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = os.environ.get("SPINDLE_BIN", str(ROOT / "target/release/spindle"))

@@ -3,6 +3,7 @@
 //! append-only: a correction is a record after the listens it changes,
 //! and an undo is a record naming the correction it takes back.
 
+use crate::limits::field as check;
 use crate::limits::{LimitError, MAX_ALBUM, MAX_ARTIST, MAX_TITLE, MAX_USER};
 use crate::model::put_str;
 
@@ -75,15 +76,84 @@ pub struct Corrected {
     pub added: Vec<crate::Listen>,
 }
 
-fn check(field: &'static str, value: &str, max: usize) -> Result<(), LimitError> {
-    if value.len() > max {
-        return Err(LimitError {
-            field,
-            len: value.len(),
-            max,
-        });
+/// `the listen of ARTIST – TITLE at TIMESTAMP`: what an edit of one
+/// listen and a delete name.
+fn the_listen(
+    f: &mut std::fmt::Formatter<'_>,
+    at: i64,
+    artist: &str,
+    title: &str,
+) -> std::fmt::Result {
+    write!(f, "the listen of {artist} – {title} at {at}")
+}
+
+impl std::fmt::Display for Target {
+    /// `the listen of ARTIST – TITLE at TIMESTAMP` or `every listen of
+    /// ARTIST – TITLE`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Listen {
+                timestamp,
+                artist,
+                title,
+            } => the_listen(f, *timestamp, artist, title),
+            Target::Track { artist, title } => write!(f, "every listen of {artist} – {title}"),
+        }
     }
-    Ok(())
+}
+
+impl std::fmt::Display for Changes {
+    /// The fields set, as `artist A, title T, album "B"` (the album
+    /// quoted, so that clearing it shows as `album ""`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut sep = "";
+        for (name, value) in [("artist", &self.artist), ("title", &self.title)] {
+            if let Some(v) = value {
+                write!(f, "{sep}{name} {v}")?;
+                sep = ", ";
+            }
+        }
+        if let Some(album) = &self.album {
+            write!(f, "{sep}album {album:?}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Correction {
+    /// What it does, in a sentence's words: `edit every listen of A – T:
+    /// title T2`, `delete the listen of A – T at 5`, `merge A into B`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Correction::Edit { target, changes } => write!(f, "edit {target}: {changes}"),
+            Correction::Delete {
+                timestamp,
+                artist,
+                title,
+            } => {
+                f.write_str("delete ")?;
+                the_listen(f, *timestamp, artist, title)
+            }
+            Correction::MergeArtist { from, to } => write!(f, "merge {from} into {to}"),
+        }
+    }
+}
+
+impl std::fmt::Display for CorrectionInfo {
+    /// One row of a list: `ID\tat WHEN\tWHAT`, and ` (undone)` once an
+    /// undo took it back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = if self.undone { " (undone)" } else { "" };
+        write!(f, "{}\tat {}\t{}{state}", self.id, self.when, self.what)
+    }
+}
+
+impl Corrected {
+    /// How many listens it changed: an edit removes and adds each one, a
+    /// delete only removes, its undo only adds.
+    pub fn changed(&self) -> usize {
+        self.removed.len().max(self.added.len())
+    }
 }
 
 impl Correction {
@@ -387,5 +457,74 @@ mod tests {
         // Clear the "artist set" bit: the new artist is then a stray.
         payload[1 + 8 + 1 + 8] = 0;
         assert!(EventRef::decode(&payload).is_none());
+    }
+
+    #[test]
+    fn each_correction_reads_as_the_sentence_the_cli_lists() {
+        let edit = |target, album: Option<&str>| CorrectionInfo {
+            id: 42,
+            when: 1_700_000_000,
+            what: Correction::Edit {
+                target,
+                changes: Changes {
+                    artist: Some("Cher".into()),
+                    title: None,
+                    album: album.map(Into::into),
+                },
+            },
+            undone: false,
+        };
+        let one = Target::Listen {
+            timestamp: 5,
+            artist: "Abba".into(),
+            title: "SOS".into(),
+        };
+        assert_eq!(
+            edit(one, Some("")).to_string(),
+            "42\tat 1700000000\tedit the listen of Abba – SOS at 5: artist Cher, album \"\""
+        );
+        let all = Target::Track {
+            artist: "Abba".into(),
+            title: "SOS".into(),
+        };
+        let mut info = edit(all, None);
+        info.undone = true;
+        assert_eq!(
+            info.to_string(),
+            "42\tat 1700000000\tedit every listen of Abba – SOS: artist Cher (undone)"
+        );
+        let only_album = Changes {
+            album: Some("Arrival".into()),
+            ..Changes::default()
+        };
+        assert_eq!(only_album.to_string(), "album \"Arrival\"");
+        let del = Correction::Delete {
+            timestamp: 7,
+            artist: "A".into(),
+            title: "T".into(),
+        };
+        assert_eq!(del.to_string(), "delete the listen of A – T at 7");
+        let merge = Correction::MergeArtist {
+            from: "Beatles".into(),
+            to: "The Beatles".into(),
+        };
+        assert_eq!(merge.to_string(), "merge Beatles into The Beatles");
+    }
+
+    #[test]
+    fn an_edit_counts_each_listen_changed_once() {
+        let l = crate::Listen::new("u", 1, "A", "T");
+        let edit = Corrected {
+            id: 1,
+            removed: vec![l.clone(), l.clone()],
+            added: vec![l.clone(), l.clone()],
+        };
+        assert_eq!(edit.changed(), 2);
+        let undo_of_delete = Corrected {
+            id: 2,
+            removed: Vec::new(),
+            added: vec![l],
+        };
+        assert_eq!(undo_of_delete.changed(), 1);
     }
 }

@@ -57,7 +57,8 @@ pub struct LimitError {
     pub max: usize,
 }
 
-fn field(field: &'static str, value: &str, max: usize) -> Result<(), LimitError> {
+/// `Err` naming `field` when `value` is longer than `max` bytes.
+pub(crate) fn field(field: &'static str, value: &str, max: usize) -> Result<(), LimitError> {
     if value.len() > max {
         return Err(LimitError {
             field,

@@ -8,14 +8,14 @@
 //! calls [`correct_offline`] on a stopped server's data dir.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use spindle_listens::{Corrected, Correction, CorrectionError, CorrectionInfo, Listens, Options};
-use spindle_store::Db;
+use spindle_listens::{
+    Changes, Corrected, Correction, CorrectionError, CorrectionInfo, Options, Target,
+};
 
-use crate::accounts::{AccountError, Accounts};
-use crate::{AppState, Config, SystemClock};
+use crate::offline::{open_state, user_accounts, StateError, UserError};
+use crate::{AppState, Config};
 
 impl Config {
     /// How the listening history is opened under these settings.
@@ -33,6 +33,96 @@ pub enum Action {
     Correct(Correction),
     /// Take back the correction with this id.
     Undo(u64),
+}
+
+/// `spindle listens edit`'s arguments after `--user`, and the web UI's
+/// edit form: which listens get which new names.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Deserialize)]
+pub struct EditArgs {
+    /// The listen's start time, UNIX seconds (see `corrections` or the
+    /// web UI's recent listens).
+    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+    pub at: Option<i64>,
+    /// Every listen of the track instead of one.
+    #[arg(long)]
+    #[serde(default)]
+    pub all: bool,
+    /// The artist and title as they show now.
+    #[arg(long)]
+    pub artist: String,
+    #[arg(long)]
+    pub title: String,
+    #[arg(long, value_name = "ARTIST")]
+    pub new_artist: Option<String>,
+    #[arg(long, value_name = "TITLE")]
+    pub new_title: Option<String>,
+    /// The new album ("" to clear it).
+    #[arg(long, value_name = "ALBUM")]
+    pub new_album: Option<String>,
+}
+
+impl From<EditArgs> for Correction {
+    /// The edit: of the listen at `at`, or without it of every listen of
+    /// the track.
+    fn from(a: EditArgs) -> Correction {
+        let (artist, title) = (a.artist, a.title);
+        let target = match a.at {
+            Some(timestamp) => Target::Listen {
+                timestamp,
+                artist,
+                title,
+            },
+            None => Target::Track { artist, title },
+        };
+        let changes = Changes {
+            artist: a.new_artist,
+            title: a.new_title,
+            album: a.new_album,
+        };
+        Correction::Edit { target, changes }
+    }
+}
+
+/// `spindle listens delete`'s arguments after `--user`, and the web UI's
+/// delete form: the listen that no longer counts.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Deserialize)]
+pub struct DeleteArgs {
+    /// The listen's start time, UNIX seconds.
+    #[arg(long)]
+    pub at: i64,
+    #[arg(long)]
+    pub artist: String,
+    #[arg(long)]
+    pub title: String,
+}
+
+impl From<DeleteArgs> for Correction {
+    fn from(a: DeleteArgs) -> Correction {
+        Correction::Delete {
+            timestamp: a.at,
+            artist: a.artist,
+            title: a.title,
+        }
+    }
+}
+
+/// `spindle listens merge`'s arguments after `--user`, and the web UI's
+/// merge form: the artist name that counts as another.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Deserialize)]
+pub struct MergeArgs {
+    #[arg(long)]
+    pub from: String,
+    #[arg(long)]
+    pub to: String,
+}
+
+impl From<MergeArgs> for Correction {
+    fn from(a: MergeArgs) -> Correction {
+        Correction::MergeArtist {
+            from: a.from,
+            to: a.to,
+        }
+    }
 }
 
 impl AppState {
@@ -62,14 +152,8 @@ impl AppState {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OfflineError {
-    #[error("opening the accounts in {}", path.display())]
-    Accounts {
-        path: PathBuf,
-        #[source]
-        source: AccountError,
-    },
-    #[error("no user named '{user}' (spindle user add {user})")]
-    NoUser { user: String },
+    #[error(transparent)]
+    User(#[from] UserError),
     /// The library is locked while `spindle serve` runs.
     #[error(
         "the library in {} is in use (is `spindle serve` running?): while the server runs, \
@@ -81,14 +165,8 @@ pub enum OfflineError {
         #[source]
         source: spindle_store::OpenError,
     },
-    #[error("opening the library in {}", path.display())]
-    Library {
-        path: PathBuf,
-        #[source]
-        source: spindle_store::OpenError,
-    },
     #[error(transparent)]
-    Listens(#[from] spindle_listens::OpenError),
+    State(StateError),
     #[error(transparent)]
     Correction(#[from] CorrectionError),
 }
@@ -96,33 +174,11 @@ pub enum OfflineError {
 /// The state of a stopped server's data dir, for one command: the user
 /// checked, the library opened (and so locked against a server starting).
 fn open_offline(data_dir: &Path, user: &str) -> Result<AppState, OfflineError> {
-    let path = data_dir.join("accounts");
-    let accounts =
-        Accounts::open(&path).map_err(|source| OfflineError::Accounts { path, source })?;
-    if !accounts.user_exists(user) {
-        return Err(OfflineError::NoUser {
-            user: user.to_owned(),
-        });
-    }
-    let db = Db::open(data_dir).map_err(|source| match source {
-        spindle_store::OpenError::Locked { .. } => OfflineError::Running {
-            path: data_dir.to_owned(),
-            source,
-        },
-        source => OfflineError::Library {
-            path: data_dir.to_owned(),
-            source,
-        },
-    })?;
-    let config = Config::default();
-    let (store, _) = Listens::open_with(&data_dir.join("listens"), config.listens_options())?;
-    Ok(AppState::new(
-        Arc::new(db),
-        Arc::new(accounts),
-        Arc::new(store),
-        config,
-        Arc::new(SystemClock),
-    ))
+    let accounts = user_accounts(data_dir, user)?;
+    open_state(data_dir, accounts, Config::default().listens_options()).map_err(|e| match e {
+        StateError::Running { path, source } => OfflineError::Running { path, source },
+        e => OfflineError::State(e),
+    })
 }
 
 /// Makes `action` on `user`'s history in the data dir of a stopped
@@ -154,9 +210,14 @@ pub fn corrections_offline(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::accounts::Accounts;
+    use spindle_listens::Listens;
     use spindle_listens::{Changes, Listen, Target};
     use spindle_query::{SourcePref, Value};
+    use spindle_store::Db;
     use spindle_store::Op;
 
     /// A library entry with an artist and a title; its id.
@@ -271,7 +332,10 @@ mod tests {
             }),
         )
         .unwrap_err();
-        assert!(matches!(e, OfflineError::NoUser { .. }), "{e}");
+        assert!(
+            matches!(e, OfflineError::User(UserError::NoUser { .. })),
+            "{e}"
+        );
         let undone = correct_offline(dir.path(), "ann", Action::Undo(done.id)).unwrap();
         assert_eq!(undone.added.len(), 1);
         // A running server holds the library's lock.
@@ -281,5 +345,36 @@ mod tests {
         drop(db);
         let (l, _) = Listens::open(&dir.path().join("listens")).unwrap();
         assert_eq!(l.summary("ann").playcount, 2);
+    }
+
+    #[test]
+    fn an_edit_without_a_time_targets_every_listen_of_the_track() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            edit: EditArgs,
+        }
+        let parse = |args: &[&str]| {
+            let base = ["edit", "--artist", "Abba", "--title", "SOS"];
+            Cli::try_parse_from(base.iter().chain(args)).map(|c| Correction::from(c.edit))
+        };
+        let Ok(Correction::Edit { target, changes }) = parse(&["--all", "--new-album", ""]) else {
+            panic!("--all is an edit");
+        };
+        assert_eq!(
+            target,
+            Target::Track {
+                artist: "Abba".into(),
+                title: "SOS".into()
+            }
+        );
+        assert_eq!(changes.album.as_deref(), Some(""));
+        let Ok(Correction::Edit { target, .. }) = parse(&["--at", "5"]) else {
+            panic!("--at is an edit");
+        };
+        assert!(matches!(target, Target::Listen { timestamp: 5, .. }));
+        assert!(parse(&[]).is_err(), "neither --at nor --all");
+        assert!(parse(&["--at", "5", "--all"]).is_err(), "both");
     }
 }

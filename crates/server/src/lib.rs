@@ -58,6 +58,7 @@ pub mod listenbrainz;
 pub mod m3u;
 pub mod metrics;
 pub mod music;
+pub mod offline;
 pub mod params;
 pub mod pins;
 pub mod proxy;

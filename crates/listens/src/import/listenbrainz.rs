@@ -21,16 +21,7 @@ pub(super) fn listen(o: &Map<String, Value>, user: &str) -> Option<Listen> {
     );
     l.album = str_of(md, "release_name");
     if let Some(ai) = md.get("additional_info").and_then(Value::as_object) {
-        l.mbid = str_of(ai, "recording_mbid");
-        l.duration = ai
-            .get("duration_ms")
-            .and_then(Value::as_u64)
-            .map(|ms| (ms / 1000) as u32)
-            .or_else(|| ai.get("duration").and_then(Value::as_u64).map(|s| s as u32));
-        l.track_number = ai
-            .get("tracknumber")
-            .and_then(|n| n.as_u64().or_else(|| n.as_str()?.parse().ok()))
-            .map(|n| n as u32);
+        additional_info(ai, &mut l);
     }
     if l.mbid.is_empty() {
         if let Some(m) = o
@@ -43,6 +34,23 @@ pub(super) fn listen(o: &Map<String, Value>, user: &str) -> Option<Listen> {
     }
     l.client = Format::ListenBrainz.client();
     Some(l)
+}
+
+/// The details of a listen's `track_metadata.additional_info`, as an
+/// export and a client's submission (the server's `/1/submit-listens`)
+/// carry them: `recording_mbid`, the length (`duration_ms`, else
+/// `duration` in seconds) and `tracknumber` (a number or a string).
+pub fn additional_info(ai: &Map<String, Value>, l: &mut Listen) {
+    l.mbid = str_of(ai, "recording_mbid");
+    l.duration = ai
+        .get("duration_ms")
+        .and_then(Value::as_u64)
+        .map(|ms| (ms / 1000) as u32)
+        .or_else(|| ai.get("duration").and_then(Value::as_u64).map(|s| s as u32));
+    l.track_number = ai
+        .get("tracknumber")
+        .and_then(|n| n.as_u64().or_else(|| n.as_str()?.parse().ok()))
+        .map(|n| n as u32);
 }
 
 #[cfg(test)]
@@ -72,6 +80,19 @@ mod tests {
         assert_eq!(
             one(r#"{"playing_now":true,"track_metadata":{"artist_name":"A","track_name":"T"}}"#),
             None
+        );
+    }
+
+    #[test]
+    fn additional_info_reads_a_length_in_seconds_and_a_numeric_track_number() {
+        let v: Value =
+            serde_json::from_str(r#"{"duration":245,"tracknumber":7,"recording_mbid":"m"}"#)
+                .unwrap();
+        let mut l = Listen::new("ann", 1, "A", "T");
+        additional_info(v.as_object().unwrap(), &mut l);
+        assert_eq!(
+            (l.duration, l.track_number, l.mbid.as_str()),
+            (Some(245), Some(7), "m")
         );
     }
 }

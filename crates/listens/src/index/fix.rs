@@ -248,8 +248,19 @@ impl Index {
     pub(crate) fn check(&self, user: &str, what: &Correction) -> Result<(), CorrectionError> {
         let invalid = |reason: &'static str| Err(CorrectionError::Invalid { reason });
         let u = self.user(user);
-        let has_listen = |ts: i64, artist: &str, title: &str| {
-            u.is_some_and(|u| self.find(u, ts, &Names::new(artist, title)).is_some())
+        let listen_there = |timestamp: i64, artist: &str, title: &str| {
+            if u.is_some_and(|u| {
+                self.find(u, timestamp, &Names::new(artist, title))
+                    .is_some()
+            }) {
+                return Ok(());
+            }
+            Err(CorrectionError::NoSuchListen {
+                user: user.into(),
+                timestamp,
+                artist: artist.into(),
+                title: title.into(),
+            })
         };
         let any = |f: &dyn Fn(&Rec) -> bool| {
             u.is_some_and(|u| {
@@ -279,16 +290,7 @@ impl Index {
                         timestamp,
                         artist,
                         title,
-                    } => {
-                        if !has_listen(*timestamp, artist, title) {
-                            return Err(CorrectionError::NoSuchListen {
-                                user: user.into(),
-                                timestamp: *timestamp,
-                                artist: artist.clone(),
-                                title: title.clone(),
-                            });
-                        }
-                    }
+                    } => listen_there(*timestamp, artist, title)?,
                     Target::Track { artist, title } => {
                         let n = Names::new(artist, title);
                         if !any(&|r| self.matches(r, &n)) {
@@ -305,16 +307,7 @@ impl Index {
                 timestamp,
                 artist,
                 title,
-            } => {
-                if !has_listen(*timestamp, artist, title) {
-                    return Err(CorrectionError::NoSuchListen {
-                        user: user.into(),
-                        timestamp: *timestamp,
-                        artist: artist.clone(),
-                        title: title.clone(),
-                    });
-                }
-            }
+            } => listen_there(*timestamp, artist, title)?,
             Correction::MergeArtist { from, to } => {
                 let (nf, nt) = (normalise(from), normalise(to));
                 if nt.is_empty() {

@@ -47,6 +47,8 @@ pub enum ForwardError {
          --api-secret), or set [forward] lastfm_api_key and lastfm_api_secret (for a Spindle server, make a pair there with `spindle apikey add`)"
     )]
     NoApiKey,
+    #[error("a ListenBrainz link needs --token (the user token from the service's settings page)")]
+    NoToken,
     /// The service refused the credential (a wrong token, a session key
     /// revoked there).
     #[error("{what}: the service refused the credential ({code}): {message}")]
@@ -75,12 +77,12 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ForwardError + '_ {
 }
 
 /// The protocol a link speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum LinkKind {
-    /// The Last.fm 2.0 API (Last.fm, Libre.fm, a Spindle's `/2.0/`).
+    /// Last.fm, Libre.fm or another Last.fm 2.0 API (a Spindle's /2.0/).
     Lastfm,
-    /// The ListenBrainz API (listenbrainz.org, a Spindle's root).
+    /// ListenBrainz or another ListenBrainz API (a Spindle's root).
     Listenbrainz,
 }
 

@@ -166,6 +166,62 @@ pub async fn listenbrainz(
     })
 }
 
+/// `spindle forward link`'s options after USER and KIND.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct LinkArgs {
+    /// The link's name (default: the kind).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The API root: a Last.fm 2.0 URL (…/2.0/) or a ListenBrainz root
+    /// (default: forward.lastfm_url or forward.listenbrainz_url in the settings file).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Last.fm API key (default: forward.lastfm_api_key).
+    #[arg(long)]
+    pub api_key: Option<String>,
+    /// Last.fm API secret (default: forward.lastfm_api_secret).
+    #[arg(long)]
+    pub api_secret: Option<String>,
+    /// The ListenBrainz user token.
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Seconds to wait for the Last.fm approval.
+    #[arg(long, default_value_t = APPROVAL_WAIT.as_secs())]
+    pub wait: u64,
+}
+
+impl LinkArgs {
+    /// The link's name: `--name`, else the kind's.
+    pub fn name(&self, kind: LinkKind) -> &str {
+        self.name.as_deref().unwrap_or(kind.as_str())
+    }
+
+    /// Links an account at a service of `kind`: for Last.fm, `approve`
+    /// gets the page where the user allows access, and this waits up to
+    /// `wait` seconds for it; a ListenBrainz token is checked first.
+    pub async fn link(
+        &self,
+        kind: LinkKind,
+        cfg: &ForwardConfig,
+        now: i64,
+        approve: impl FnOnce(&str),
+    ) -> Result<Link, ForwardError> {
+        let url = self.url.as_deref();
+        match kind {
+            LinkKind::Lastfm => {
+                let (key, secret) = (self.api_key.as_deref(), self.api_secret.as_deref());
+                let flow = start_lastfm(url, key, secret, cfg).await?;
+                approve(&flow.approve_url);
+                flow.wait(Duration::from_secs(self.wait), now).await
+            }
+            LinkKind::Listenbrainz => {
+                let token = self.token.as_deref().ok_or(ForwardError::NoToken)?;
+                listenbrainz(url, token, cfg, now).await
+            }
+        }
+    }
+}
+
 /// The client a link sends with.
 pub fn client(l: &Link) -> Result<Client, ForwardError> {
     let c = match l.kind {

@@ -63,6 +63,18 @@ pub struct ForwardConfig {
     pub backoff: Backoff,
 }
 
+impl ForwardConfig {
+    /// The `[forward]` section as `spindle serve` (without `--config`)
+    /// reads it: the settings file, then the environment.
+    pub fn from_settings() -> Result<ForwardConfig, crate::settings::SettingsError> {
+        use crate::settings::{env_var, load, settings_path, Layer};
+        let file = settings_path(None);
+        Ok(load(file.as_deref(), &env_var, Layer::default())?
+            .http
+            .forward)
+    }
+}
+
 impl Default for ForwardConfig {
     fn default() -> Self {
         ForwardConfig {

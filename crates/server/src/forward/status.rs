@@ -6,6 +6,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use serde::Serialize;
+use spindle_scrobble::ServiceState;
 
 use super::link::{self, LinkKind};
 use super::Forward;
@@ -33,6 +34,30 @@ pub struct LinkStatus {
     pub retry_in: Option<f64>,
     /// Whether a running server forwards it now.
     pub running: bool,
+}
+
+impl std::fmt::Display for LinkStatus {
+    /// One line, tab-separated: user, name, kind, URL, `as REMOTE`,
+    /// `pending N`, `sent N` and the state (`ok`, `retrying: ERROR` or
+    /// `NEEDS RE-LINKING`), as `spindle forward status` prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}\t{}\t{}\t{}\tas {}\tpending {}\tsent {}\t",
+            self.user,
+            self.name,
+            self.kind.as_str(),
+            self.url,
+            self.remote_user,
+            self.pending,
+            self.sent
+        )?;
+        match (&self.last_error, self.needs_auth) {
+            (_, true) => f.write_str("NEEDS RE-LINKING"),
+            (Some(e), false) => write!(f, "retrying: {e}"),
+            (None, false) => f.write_str("ok"),
+        }
+    }
 }
 
 /// The running links summed ([`Forward::totals`]).
@@ -74,6 +99,37 @@ pub fn from_files(root: &Path, user: Option<&str>) -> Vec<LinkStatus> {
     }
     out
 }
+
+/// A metric of the running links: its name, help, type, and its value
+/// for one link.
+type Metric = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&ServiceState) -> u64,
+);
+
+/// What `/metrics` shows of each running link.
+const METRICS: [Metric; 3] = [
+    (
+        "spindle_forward_pending",
+        "Listens queued for a linked service, not yet acknowledged.",
+        "gauge",
+        |st| st.pending as u64,
+    ),
+    (
+        "spindle_forward_sent_total",
+        "Listens a linked service acknowledged since the server started.",
+        "counter",
+        |st| st.sent,
+    ),
+    (
+        "spindle_forward_needs_auth",
+        "1 while a linked service refuses the credential (link it again).",
+        "gauge",
+        |st| u64::from(st.needs_auth),
+    ),
+];
 
 impl Forward {
     /// Every link (of `user` only, if given): the files, with the running
@@ -118,7 +174,7 @@ impl Forward {
 
     /// The running links' gauges and counters in Prometheus' text format.
     pub fn metrics(&self) -> String {
-        let mut rows: Vec<(String, String, spindle_scrobble::ServiceState)> = self
+        let mut rows: Vec<(String, String, ServiceState)> = self
             .lock()
             .iter()
             .map(|((u, n), q)| {
@@ -135,33 +191,43 @@ impl Forward {
                 n
             )
         };
-        let _ = writeln!(s, "# HELP spindle_forward_pending Listens queued for a linked service, not yet acknowledged.\n# TYPE spindle_forward_pending gauge");
-        for (u, n, st) in &rows {
-            let _ = writeln!(
-                s,
-                "spindle_forward_pending{{{}}} {}",
-                label(u, n),
-                st.pending
-            );
-        }
-        let _ = writeln!(s, "# HELP spindle_forward_sent_total Listens a linked service acknowledged since the server started.\n# TYPE spindle_forward_sent_total counter");
-        for (u, n, st) in &rows {
-            let _ = writeln!(
-                s,
-                "spindle_forward_sent_total{{{}}} {}",
-                label(u, n),
-                st.sent
-            );
-        }
-        let _ = writeln!(s, "# HELP spindle_forward_needs_auth 1 while a linked service refuses the credential (link it again).\n# TYPE spindle_forward_needs_auth gauge");
-        for (u, n, st) in &rows {
-            let _ = writeln!(
-                s,
-                "spindle_forward_needs_auth{{{}}} {}",
-                label(u, n),
-                u8::from(st.needs_auth)
-            );
+        for (name, help, kind, value) in METRICS {
+            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for (u, n, st) in &rows {
+                let _ = writeln!(s, "{name}{{{}}} {}", label(u, n), value(st));
+            }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_line_says_whether_the_link_is_ok_retrying_or_needs_relinking() {
+        let mut s = LinkStatus {
+            user: "ann".into(),
+            name: "lb".into(),
+            kind: LinkKind::Listenbrainz,
+            url: "https://api.listenbrainz.org".into(),
+            remote_user: "annie".into(),
+            linked_at: 1,
+            pending: 3,
+            sent: 40,
+            now_playing_sent: 2,
+            needs_auth: false,
+            last_error: None,
+            retry_in: None,
+            running: false,
+        };
+        let head =
+            "ann\tlb\tlistenbrainz\thttps://api.listenbrainz.org\tas annie\tpending 3\tsent 40\t";
+        assert_eq!(s.to_string(), format!("{head}ok"));
+        s.last_error = Some("HTTP 503".into());
+        assert_eq!(s.to_string(), format!("{head}retrying: HTTP 503"));
+        s.needs_auth = true;
+        assert_eq!(s.to_string(), format!("{head}NEEDS RE-LINKING"));
     }
 }

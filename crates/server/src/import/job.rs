@@ -20,6 +20,38 @@ pub enum JobState {
     Failed,
 }
 
+impl std::fmt::Display for JobState {
+    /// `queued`, `running`, `done` or `failed`, as the job file spells it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Done => "done",
+            JobState::Failed => "failed",
+        })
+    }
+}
+
+/// How many of the listens an import read it added: what the CLI prints
+/// at the end, `1500 of 2000 listens added (500 already there)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub added: u64,
+    pub total: u64,
+    /// Not added: there already (or refused, with an empty name).
+    pub already: u64,
+}
+
+impl std::fmt::Display for Tally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of {} listens added ({} already there)",
+            self.added, self.total, self.already
+        )
+    }
+}
+
 impl JobState {
     /// Done or failed: nothing more will happen to it.
     pub fn finished(self) -> bool {
@@ -67,6 +99,54 @@ pub struct Pull {
     /// Pages fetched so far.
     #[serde(default)]
     pub pages: u64,
+}
+
+/// `spindle listens pull`'s options after `--user`: where the history is
+/// read from.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct PullArgs {
+    /// A Last.fm-compatible API endpoint, as
+    /// `https://ws.audioscrobbler.com/2.0/` or `https://libre.fm/2.0/`.
+    #[arg(
+        long,
+        value_name = "URL",
+        required_unless_present = "listenbrainz",
+        conflicts_with = "listenbrainz",
+        requires = "api_key"
+    )]
+    pub lastfm: Option<String>,
+    /// The application's API key there (--lastfm).
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// A ListenBrainz-compatible API root, as
+    /// `https://api.listenbrainz.org`.
+    #[arg(long, value_name = "URL")]
+    pub listenbrainz: Option<String>,
+    /// A user token there, to read a private history (--listenbrainz).
+    #[arg(long, value_name = "TOKEN", requires = "listenbrainz")]
+    pub token: Option<String>,
+    /// The user whose history is read there.
+    #[arg(long, value_name = "NAME")]
+    pub remote_user: String,
+}
+
+impl PullArgs {
+    /// The pull from its first page; `None` without an API's URL.
+    pub fn pull(&self) -> Option<Pull> {
+        let (api, url, key) = match (&self.lastfm, &self.listenbrainz) {
+            (Some(url), _) => (Api::Lastfm, url, &self.api_key),
+            (None, Some(url)) => (Api::Listenbrainz, url, &self.token),
+            (None, None) => return None,
+        };
+        Some(Pull {
+            api,
+            url: url.clone(),
+            remote_user: self.remote_user.clone(),
+            key: key.clone(),
+            cursor: None,
+            pages: 0,
+        })
+    }
 }
 
 /// What a job imports.
@@ -147,15 +227,19 @@ impl Job {
         j
     }
 
+    /// What it added of what it read, so far.
+    pub fn tally(&self) -> Tally {
+        Tally {
+            added: self.added,
+            total: self.total,
+            already: self.duplicates,
+        }
+    }
+
     /// One line on its progress: `running: 2000 of 9000 listens (1500
     /// added, 500 already there)`.
     pub fn progress_line(&self) -> String {
-        let state = match self.state {
-            JobState::Queued => "queued",
-            JobState::Running => "running",
-            JobState::Done => "done",
-            JobState::Failed => "failed",
-        };
+        let state = self.state;
         let mut s = match &self.source {
             Source::Pull(p) => format!(
                 "{state}: {} pages, {} listens fetched ({} added, {} already there)",
@@ -210,5 +294,55 @@ mod tests {
         for bad in ["", "../x", "a/b", "a.json", &"a".repeat(65)] {
             assert!(!valid_id(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn progress_and_tally_lines_read_as_the_cli_prints_them() {
+        let mut j = Job::new(
+            "ann",
+            Source::File {
+                name: "x.json".into(),
+            },
+            1,
+        );
+        (j.state, j.done, j.total, j.added, j.duplicates) = (JobState::Running, 20, 90, 15, 5);
+        assert_eq!(
+            j.progress_line(),
+            "running: 20 of 90 listens (15 added, 5 already there)"
+        );
+        assert_eq!(
+            j.tally().to_string(),
+            "15 of 90 listens added (5 already there)"
+        );
+        j.state = JobState::Failed;
+        j.error = Some("disk full".into());
+        assert_eq!(
+            j.progress_line(),
+            "failed: 20 of 90 listens (15 added, 5 already there): disk full"
+        );
+    }
+
+    #[test]
+    fn pull_arguments_take_the_key_of_the_api_they_name() {
+        let mut a = PullArgs {
+            lastfm: None,
+            api_key: Some("k".into()),
+            listenbrainz: None,
+            token: Some("t".into()),
+            remote_user: "bob".into(),
+        };
+        assert_eq!(a.pull(), None);
+        a.listenbrainz = Some("http://lb".into());
+        let p = a.pull().unwrap();
+        assert_eq!(
+            (p.api, p.url.as_str(), p.key.as_deref()),
+            (Api::Listenbrainz, "http://lb", Some("t"))
+        );
+        a.lastfm = Some("http://x/2.0/".into());
+        let p = a.pull().unwrap();
+        assert_eq!(
+            (p.api, p.key.as_deref(), p.pages),
+            (Api::Lastfm, Some("k"), 0)
+        );
     }
 }

@@ -16,30 +16,24 @@ pub mod job;
 pub mod spool;
 pub mod worker;
 
-pub use job::{Api, Job, JobState, Pull, Source};
+pub use job::{Api, Job, JobState, Pull, PullArgs, Source, Tally};
 pub use spool::Spool;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use spindle_listens::Listens;
-use spindle_store::Db;
+use spindle_listens::Options;
 
-use crate::accounts::{AccountError, Accounts};
-use crate::{AppState, Config, SystemClock};
+use crate::accounts::Accounts;
+use crate::offline::{open_state, user_accounts, StateError, UserError};
+use crate::{AppState, SystemClock};
 
 /// Why an import did not run, or stopped.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ImportError {
-    #[error("opening the accounts in {}", path.display())]
-    Accounts {
-        path: PathBuf,
-        #[source]
-        source: AccountError,
-    },
-    #[error("no user named '{user}' (spindle user add {user})")]
-    NoUser { user: String },
+    #[error(transparent)]
+    User(#[from] UserError),
     #[error("reading {}", path.display())]
     Read {
         path: PathBuf,
@@ -52,16 +46,11 @@ pub enum ImportError {
         #[source]
         source: spindle_listens::ImportError,
     },
-    /// The library is locked while `spindle serve` runs, which is also
-    /// how an import finds out that the server is running.
-    #[error("opening the library in {} (is `spindle serve` running?)", path.display())]
-    Library {
-        path: PathBuf,
-        #[source]
-        source: spindle_store::OpenError,
-    },
+    /// The library or the history did not open (a library locked by
+    /// `spindle serve` is how an import finds out that the server runs:
+    /// it hands the job over then).
     #[error(transparent)]
-    Listens(#[from] spindle_listens::OpenError),
+    State(#[from] StateError),
     #[error(transparent)]
     Append(#[from] spindle_listens::AppendError),
     /// The spool's folder could not be written or read.
@@ -90,6 +79,18 @@ pub struct Imported {
     pub notes: Vec<String>,
 }
 
+impl Imported {
+    /// What it added of what it read.
+    pub fn tally(&self) -> Tally {
+        let (added, total) = (self.added as u64, self.total as u64);
+        Tally {
+            added,
+            total,
+            already: total.saturating_sub(added),
+        }
+    }
+}
+
 /// Where an import or pull runs.
 #[allow(
     clippy::large_enum_variant,
@@ -116,42 +117,14 @@ impl AppState {
     }
 }
 
-fn open_accounts(data_dir: &Path, user: &str) -> Result<Accounts, ImportError> {
-    let path = data_dir.join("accounts");
-    let accounts =
-        Accounts::open(&path).map_err(|source| ImportError::Accounts { path, source })?;
-    if !accounts.user_exists(user) {
-        return Err(ImportError::NoUser {
-            user: user.to_owned(),
-        });
-    }
-    Ok(accounts)
-}
-
 /// The state over `data_dir` to import here, or `None` when the server
 /// holds the library (it is running).
 fn open_here(data_dir: &Path, accounts: Accounts) -> Result<Option<AppState>, ImportError> {
-    let db = match Db::open(data_dir) {
-        Ok(db) => db,
-        Err(spindle_store::OpenError::Locked { .. }) => return Ok(None),
-        Err(source) => {
-            return Err(ImportError::Library {
-                path: data_dir.to_owned(),
-                source,
-            })
-        }
-    };
-    let (store, _) = Listens::open(&data_dir.join("listens"))?;
-    Ok(Some(
-        AppState::new(
-            Arc::new(db),
-            Arc::new(accounts),
-            Arc::new(store),
-            Config::default(),
-            Arc::new(SystemClock),
-        )
-        .with_import_spool(data_dir),
-    ))
+    match open_state(data_dir, accounts, Options::EXACT) {
+        Ok(state) => Ok(Some(state.with_import_spool(data_dir))),
+        Err(StateError::Running { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Imports the export `file` as `user`'s listens into the history of
@@ -163,7 +136,7 @@ pub fn import_file(
     file: &Path,
     user: &str,
 ) -> Result<Started<Imported>, ImportError> {
-    let accounts = open_accounts(data_dir, user)?;
+    let accounts = user_accounts(data_dir, user)?;
     let text = std::fs::read_to_string(file).map_err(|source| ImportError::Read {
         path: file.to_owned(),
         source,
@@ -204,7 +177,7 @@ pub fn start_pull(
     user: &str,
     pull: Pull,
 ) -> Result<Started<(AppState, Job)>, ImportError> {
-    let accounts = open_accounts(data_dir, user)?;
+    let accounts = user_accounts(data_dir, user)?;
     let job = Job::new(user, Source::Pull(pull), SystemClock.now_secs());
     match open_here(data_dir, accounts)? {
         Some(state) => Ok(Started::Here((state, job))),
@@ -232,9 +205,29 @@ pub async fn run_here(state: AppState, job: Job) -> Job {
     job
 }
 
+/// [`run_here`] on a thread of its own: the job is in the spool when
+/// this returns, so its progress can be followed there (as a job the
+/// server runs is) while the thread runs it.
+pub fn spawn_here(state: AppState, job: Job) -> Result<std::thread::JoinHandle<Job>, ImportError> {
+    if let Some(spool) = state.import_spool() {
+        spool.save(&job).map_err(|source| ImportError::Spool {
+            path: spool.incoming(),
+            source,
+        })?;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ImportError::Task(format!("starting the async runtime: {e}")))?;
+    Ok(std::thread::spawn(move || {
+        rt.block_on(run_here(state, job))
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use spindle_store::Db;
 
     const EXPORT: &str = r#"[{"listened_at": 1700000000, "track_metadata": {"artist_name": "Weezer", "track_name": "Buddy Holly"}},
         {"listened_at": 1700000300, "track_metadata": {"artist_name": "Weezer", "track_name": "Say It Ain't So"}}]"#;

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::{ImportError, Job, JobState, Source, Spool};
+use crate::offline::UserError;
 use crate::AppState;
 
 /// How often the spool's `incoming/` folder is looked at: 1 s, so that
@@ -100,9 +101,9 @@ pub async fn run_job(
     stop: watch::Receiver<bool>,
 ) -> Job {
     if !state.accounts.user_exists(&job.user) {
-        let e = ImportError::NoUser {
+        let e = ImportError::User(UserError::NoUser {
             user: job.user.clone(),
-        };
+        });
         return fail(&state, &spool, job, &e).await;
     }
     job.state = JobState::Running;

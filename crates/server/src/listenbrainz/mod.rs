@@ -191,17 +191,8 @@ fn parse_listen(v: &Value, user: &str, listen_type: &str) -> Result<Listen, Stri
     l.album = text(md, "release_name").unwrap_or_default();
     l.client = "listenbrainz".into();
     if let Some(ai) = md.get("additional_info").and_then(Value::as_object) {
-        l.mbid = text(ai, "recording_mbid").unwrap_or_default();
+        spindle_listens::import::listenbrainz::additional_info(ai, &mut l);
         l.album_artist = text(ai, "release_artist_name").unwrap_or_default();
-        l.duration = ai
-            .get("duration_ms")
-            .and_then(Value::as_u64)
-            .map(|ms| (ms / 1000) as u32)
-            .or_else(|| ai.get("duration").and_then(Value::as_u64).map(|s| s as u32));
-        l.track_number = ai
-            .get("tracknumber")
-            .and_then(|t| t.as_u64().or_else(|| t.as_str()?.parse().ok()))
-            .map(|n| n as u32);
         if let Some(c) = text(ai, "submission_client").or_else(|| text(ai, "media_player")) {
             l.client = format!("listenbrainz/{c}");
         }

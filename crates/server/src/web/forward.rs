@@ -20,7 +20,7 @@ use serde_json::json;
 
 use super::err;
 use super::extract::{Role, SmallJson, User};
-use crate::forward::{link, linking, ForwardError};
+use crate::forward::{link, linking, ForwardError, LinkKind};
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
@@ -129,8 +129,9 @@ async fn lastfm_finish(
     User(u, Linker): User<Linker>,
     SmallJson(f): SmallJson<FinishForm>,
 ) -> Response {
-    let Some(root) = st.forward.root().map(std::path::Path::to_owned) else {
-        return off();
+    let (root, name) = match new_link(&st, &f.name, LinkKind::Lastfm) {
+        Ok(t) => t,
+        Err(r) => return r,
     };
     let Some(flow) = st.forward.flow(&u, &f.token) else {
         return err(
@@ -138,10 +139,6 @@ async fn lastfm_finish(
             "no linking under way with this token: start again",
         );
     };
-    let name = given(&f.name).unwrap_or("lastfm").to_owned();
-    if let Err(e) = link::check_name(&name) {
-        return forward_err(e);
-    }
     match flow.try_finish(st.now()).await {
         Ok(None) => (StatusCode::ACCEPTED, Json(json!({ "waiting": true }))).into_response(),
         Ok(Some(l)) => {
@@ -150,6 +147,19 @@ async fn lastfm_finish(
         }
         Err(e) => forward_err(e),
     }
+}
+
+/// Where a new link of `kind` goes: the links' folder and its name
+/// (`name`, else the kind's), checked; refused while forwarding is off.
+fn new_link(
+    st: &AppState,
+    name: &Option<String>,
+    kind: LinkKind,
+) -> Result<(std::path::PathBuf, String), Response> {
+    let root = st.forward.root().ok_or_else(off)?.to_owned();
+    let name = given(name).unwrap_or(kind.as_str()).to_owned();
+    link::check_name(&name).map_err(forward_err)?;
+    Ok((root, name))
 }
 
 /// Saves a new link at the end of the log and answers with its state.
@@ -190,13 +200,10 @@ async fn listenbrainz(
     User(u, Linker): User<Linker>,
     SmallJson(f): SmallJson<ListenBrainzForm>,
 ) -> Response {
-    let Some(root) = st.forward.root().map(std::path::Path::to_owned) else {
-        return off();
+    let (root, name) = match new_link(&st, &f.name, LinkKind::Listenbrainz) {
+        Ok(t) => t,
+        Err(r) => return r,
     };
-    let name = given(&f.name).unwrap_or("listenbrainz").to_owned();
-    if let Err(e) = link::check_name(&name) {
-        return forward_err(e);
-    }
     match linking::listenbrainz(given(&f.url), f.token.trim(), &st.config.forward, st.now()).await {
         Ok(l) => saved(&st, &root, &u, &name, l).await,
         Err(e) => forward_err(e),

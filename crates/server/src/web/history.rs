@@ -20,19 +20,19 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use spindle_listens::{Changes, Corrected, Correction, CorrectionInfo, Target};
+use spindle_listens::{Corrected, Correction, CorrectionInfo, Target};
 
 use super::err;
 use super::extract::{SmallJson, User};
-use crate::corrections::Action;
+use crate::corrections::{Action, DeleteArgs, EditArgs, MergeArgs};
 use crate::state::AppState;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/ui/api/corrections", get(list))
-        .route("/ui/api/listens/edit", post(edit))
-        .route("/ui/api/listens/delete", post(delete))
-        .route("/ui/api/artists/merge", post(merge))
+        .route("/ui/api/listens/edit", post(correct::<EditArgs>))
+        .route("/ui/api/listens/delete", post(correct::<DeleteArgs>))
+        .route("/ui/api/artists/merge", post(correct::<MergeArgs>))
         .route("/ui/api/corrections/{id}/undo", post(undo))
 }
 
@@ -107,8 +107,13 @@ async fn list(State(st): State<AppState>, User(me, _): User, Query(q): Query<Who
     Json(json!({ "user": user, "corrections": list })).into_response()
 }
 
-/// Runs `action` on a blocking thread and answers with what changed.
-async fn run(st: AppState, user: String, action: Action) -> Response {
+/// Runs `action` on the history of `other` (the session user's without
+/// it; see [`whose`]) on a blocking thread and answers with what changed.
+async fn run(st: AppState, me: String, other: Option<String>, action: Action) -> Response {
+    let user = match whose(&st, me, other) {
+        Ok(u) => u,
+        Err(r) => return *r,
+    };
     let st2 = st.clone();
     let u2 = user.clone();
     let out = tokio::task::spawn_blocking(move || st2.correct_history(&u2, action)).await;
@@ -130,97 +135,26 @@ async fn run(st: AppState, user: String, action: Action) -> Response {
     }
 }
 
+/// A correction's form: whose history (see [`whose`]) and the
+/// correction's own fields ([`EditArgs`], [`DeleteArgs`], [`MergeArgs`],
+/// the same as `spindle listens edit|delete|merge` take).
 #[derive(Deserialize)]
-pub(super) struct EditForm {
+pub(super) struct Form<T> {
     user: Option<String>,
-    /// The listen's start time; without it, every listen of the track.
-    at: Option<i64>,
-    artist: String,
-    title: String,
-    new_artist: Option<String>,
-    new_title: Option<String>,
-    new_album: Option<String>,
+    #[serde(flatten)]
+    what: T,
 }
 
-async fn edit(
+/// An edit, a delete or a merge: the route's form into its correction.
+async fn correct<T: Into<Correction>>(
     State(st): State<AppState>,
     User(me, _): User,
-    SmallJson(f): SmallJson<EditForm>,
-) -> Response {
-    let user = match whose(&st, me, f.user) {
-        Ok(u) => u,
-        Err(r) => return *r,
-    };
-    let target = match f.at {
-        Some(timestamp) => Target::Listen {
-            timestamp,
-            artist: f.artist,
-            title: f.title,
-        },
-        None => Target::Track {
-            artist: f.artist,
-            title: f.title,
-        },
-    };
-    let changes = Changes {
-        artist: f.new_artist,
-        title: f.new_title,
-        album: f.new_album,
-    };
-    run(
-        st,
-        user,
-        Action::Correct(Correction::Edit { target, changes }),
-    )
-    .await
-}
-
-#[derive(Deserialize)]
-pub(super) struct DeleteForm {
-    user: Option<String>,
-    at: i64,
-    artist: String,
-    title: String,
-}
-
-async fn delete(
-    State(st): State<AppState>,
-    User(me, _): User,
-    SmallJson(f): SmallJson<DeleteForm>,
-) -> Response {
-    let user = match whose(&st, me, f.user) {
-        Ok(u) => u,
-        Err(r) => return *r,
-    };
-    let what = Correction::Delete {
-        timestamp: f.at,
-        artist: f.artist,
-        title: f.title,
-    };
-    run(st, user, Action::Correct(what)).await
-}
-
-#[derive(Deserialize)]
-pub(super) struct MergeForm {
-    user: Option<String>,
-    from: String,
-    to: String,
-}
-
-async fn merge(
-    State(st): State<AppState>,
-    User(me, _): User,
-    SmallJson(f): SmallJson<MergeForm>,
-) -> Response {
-    let user = match whose(&st, me, f.user) {
-        Ok(u) => u,
-        Err(r) => return *r,
-    };
-    let what = Correction::MergeArtist {
-        from: f.from,
-        to: f.to,
-    };
-    run(st, user, Action::Correct(what)).await
+    SmallJson(f): SmallJson<Form<T>>,
+) -> Response
+where
+    Form<T>: serde::de::DeserializeOwned,
+{
+    run(st, me, f.user, Action::Correct(f.what.into())).await
 }
 
 async fn undo(
@@ -229,9 +163,5 @@ async fn undo(
     User(me, _): User,
     SmallJson(f): SmallJson<Whose>,
 ) -> Response {
-    let user = match whose(&st, me, f.user) {
-        Ok(u) => u,
-        Err(r) => return *r,
-    };
-    run(st, user, Action::Undo(id)).await
+    run(st, me, f.user, Action::Undo(id)).await
 }

@@ -26,7 +26,7 @@ use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
 use super::err;
-use super::extract::{Role, User};
+use super::extract::{Admin, User};
 use crate::import::{Job, Source, Spool};
 use crate::state::AppState;
 
@@ -40,18 +40,6 @@ pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/ui/api/admin/imports", get(list).post(upload))
         .route("/ui/api/admin/imports/{id}", get(one))
-}
-
-/// An administrator (the admin page's role).
-#[derive(Default)]
-struct Admin;
-
-impl Role for Admin {
-    const REFUSAL: &'static str = "only an administrator may do this";
-
-    fn held(st: &AppState, user: &str) -> bool {
-        st.accounts.is_admin(user)
-    }
 }
 
 fn spool_of(st: &AppState) -> Result<Spool, Response> {

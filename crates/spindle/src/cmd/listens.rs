@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Subcommand;
-use spindle_server::import::{Api, Job, JobState, Pull, Spool, Started};
+use spindle_server::import::{Job, JobState, PullArgs, Spool, Started, Tally};
 
 /// How often a handed-in job's progress is read.
 const FOLLOW_EVERY: Duration = Duration::from_millis(500);
@@ -40,29 +40,8 @@ pub enum ListensCommand {
         /// The user the listens go to here.
         #[arg(long)]
         user: String,
-        /// A Last.fm-compatible API endpoint, as
-        /// `https://ws.audioscrobbler.com/2.0/` or `https://libre.fm/2.0/`.
-        #[arg(
-            long,
-            value_name = "URL",
-            required_unless_present = "listenbrainz",
-            conflicts_with = "listenbrainz",
-            requires = "api_key"
-        )]
-        lastfm: Option<String>,
-        /// The application's API key there (--lastfm).
-        #[arg(long, value_name = "KEY")]
-        api_key: Option<String>,
-        /// A ListenBrainz-compatible API root, as
-        /// `https://api.listenbrainz.org`.
-        #[arg(long, value_name = "URL")]
-        listenbrainz: Option<String>,
-        /// A user token there, to read a private history (--listenbrainz).
-        #[arg(long, value_name = "TOKEN", requires = "listenbrainz")]
-        token: Option<String>,
-        /// The user whose history is read there.
-        #[arg(long, value_name = "NAME")]
-        remote_user: String,
+        #[command(flatten)]
+        from: PullArgs,
     },
     /// Corrections: edit, delete, merge, undo, corrections.
     #[command(flatten)]
@@ -74,72 +53,36 @@ pub fn run(cmd: &ListensCommand, data_dir: &Path) -> anyhow::Result<()> {
         ListensCommand::Correct(c) => super::corrections::run(c, data_dir)?,
         ListensCommand::Import { file, user } => {
             match spindle_server::import::import_file(data_dir, file, user)? {
-                Started::Here(done) => {
-                    for n in &done.notes {
-                        println!("note: {n}");
-                    }
-                    println!(
-                        "{} of {} listens added ({} already there)",
-                        done.added,
-                        done.total,
-                        done.total - done.added
-                    );
-                }
+                Started::Here(done) => summary(&done.notes, done.tally()),
                 Started::Spooled(job) => {
                     println!(
                         "the server is running: it imports {} as job {}",
                         file.display(),
                         job.id
                     );
-                    summary(follow(data_dir, &job.id)?)?;
+                    finished(follow(data_dir, &job.id)?)?;
                 }
             }
         }
-        ListensCommand::Pull {
-            user,
-            lastfm,
-            api_key,
-            listenbrainz,
-            token,
-            remote_user,
-        } => {
-            let (api, url, key) = match (lastfm, listenbrainz) {
-                (Some(url), _) => (Api::Lastfm, url, api_key.clone()),
-                (None, Some(url)) => (Api::Listenbrainz, url, token.clone()),
-                (None, None) => anyhow::bail!("say where from: --lastfm URL or --listenbrainz URL"),
+        ListensCommand::Pull { user, from } => {
+            let Some(pull) = from.pull() else {
+                anyhow::bail!("say where from: --lastfm URL or --listenbrainz URL");
             };
-            let pull = Pull {
-                api,
-                url: url.clone(),
-                remote_user: remote_user.clone(),
-                key,
-                cursor: None,
-                pages: 0,
-            };
+            let remote_user = &from.remote_user;
             match spindle_server::import::start_pull(data_dir, user, pull)? {
                 Started::Here((state, job)) => {
-                    let spool = Spool::new(data_dir);
-                    spool
-                        .save(&job)
-                        .with_context(|| format!("writing to {}", spool.incoming().display()))?;
-                    let rt = tokio::runtime::Builder::new_multi_thread()
-                        .enable_all()
-                        .build()
-                        .context("starting the async runtime")?;
                     let id = job.id.clone();
-                    let pulling = std::thread::spawn(move || {
-                        rt.block_on(spindle_server::import::run_here(state, job))
-                    });
+                    let pulling = spindle_server::import::spawn_here(state, job)?;
                     let followed = follow(data_dir, &id);
                     let _ = pulling.join();
-                    summary(followed?)?;
+                    finished(followed?)?;
                 }
                 Started::Spooled(job) => {
                     println!(
                         "the server is running: it pulls {remote_user}'s history as job {}",
                         job.id
                     );
-                    summary(follow(data_dir, &job.id)?)?;
+                    finished(follow(data_dir, &job.id)?)?;
                 }
             }
         }
@@ -178,19 +121,23 @@ fn follow(data_dir: &Path, id: &str) -> anyhow::Result<Job> {
 }
 
 /// The end of a job: its notes and totals, or its error.
-fn summary(job: Job) -> anyhow::Result<()> {
-    for n in &job.notes {
-        println!("note: {n}");
-    }
+fn finished(job: Job) -> anyhow::Result<()> {
     if job.state == JobState::Failed {
+        for n in &job.notes {
+            println!("note: {n}");
+        }
         anyhow::bail!(
             "the import failed: {}",
             job.error.as_deref().unwrap_or("no reason given")
         );
     }
-    println!(
-        "{} of {} listens added ({} already there)",
-        job.added, job.total, job.duplicates
-    );
+    summary(&job.notes, job.tally());
     Ok(())
+}
+
+fn summary(notes: &[String], tally: Tally) {
+    for n in notes {
+        println!("note: {n}");
+    }
+    println!("{tally}");
 }
