@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::client::{http_client, http_error, net, Outcome, SendError};
+use crate::client::{
+    http_client, http_error, net, read_capped, Outcome, SendError, MAX_ANSWER_BYTES,
+};
 use crate::track::Scrobble;
 
 /// A Last.fm-compatible service.
@@ -87,7 +89,7 @@ impl LastFm {
             .await
             .map_err(net)?;
         let status = resp.status().as_u16();
-        let text = resp.text().await.map_err(net)?;
+        let text = read_capped(resp, MAX_ANSWER_BYTES).await?;
         // Check the body whatever the status: Last.fm may report an error with 200.
         match serde_json::from_str::<Value>(&text) {
             Ok(v) => {
@@ -309,6 +311,14 @@ mod tests {
         assert!(http_error(503, "").is_temporary());
         assert!(http_error(429, "").is_temporary());
         assert!(!http_error(400, "").is_temporary());
+    }
+
+    #[tokio::test]
+    async fn an_endless_answer_fails_at_the_limit_instead_of_being_read_whole() {
+        use crate::client::tests::{assert_cut_off, serve_body, ENDLESS};
+        let (url, server) = serve_body(ENDLESS).await;
+        let c = LastFm::new(&format!("{url}/2.0/"), "key", "secret", "sk", "test").unwrap();
+        assert_cut_off(c.get_token().await, server).await;
     }
 
     #[test]

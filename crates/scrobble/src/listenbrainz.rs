@@ -3,7 +3,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::client::{http_client, http_error, net, Outcome, SendError};
+use crate::client::{
+    http_client, http_error, net, read_capped, Outcome, SendError, MAX_ANSWER_BYTES,
+};
 use crate::track::Scrobble;
 
 /// A ListenBrainz-compatible service.
@@ -79,7 +81,7 @@ impl ListenBrainz {
             .await
             .map_err(net)?;
         let status = resp.status().as_u16();
-        let text = resp.text().await.map_err(net)?;
+        let text = read_capped(resp, MAX_ANSWER_BYTES).await?;
         if status >= 400 {
             let msg = serde_json::from_str::<Value>(&text)
                 .ok()
@@ -100,7 +102,7 @@ impl ListenBrainz {
             .await
             .map_err(net)?;
         let status = resp.status().as_u16();
-        let text = resp.text().await.map_err(net)?;
+        let text = read_capped(resp, MAX_ANSWER_BYTES).await?;
         if status >= 400 {
             return Err(http_error(status, &text));
         }
@@ -166,5 +168,21 @@ mod tests {
         assert!(v["track_metadata"].get("release_name").is_none());
         assert!(!v.to_string().contains("null"));
         assert_eq!(listen_json(&s, true)["listened_at"], 1_700_000_000);
+    }
+
+    #[tokio::test]
+    async fn endless_answers_fail_at_the_limit_instead_of_being_read_whole() {
+        use crate::client::tests::{assert_cut_off, serve_body, ENDLESS};
+        let (url, server) = serve_body(ENDLESS).await;
+        let c = ListenBrainz::new(&url, "tok", "test").unwrap();
+        assert_cut_off(c.validate().await, server).await;
+        let (url, server) = serve_body(ENDLESS).await;
+        let c = ListenBrainz::new(&url, "tok", "test").unwrap();
+        let s = Scrobble {
+            artist: "A".into(),
+            track: "T".into(),
+            ..Scrobble::default()
+        };
+        assert_cut_off(c.now_playing(&s).await, server).await;
     }
 }

@@ -135,12 +135,15 @@ pub async fn love(
 }
 
 impl AppState {
-    /// Stores listens from an export (no time-window checks beyond empty
-    /// fields) and links them to the library; returns how many were new.
+    /// Stores listens from an export or a pull, with the checks of
+    /// [`check`] including the time window (the config's `min_timestamp`
+    /// and `max_future`: a listen outside it is skipped, as a scrobble
+    /// would be), and links them to the library; returns how many were
+    /// new.
     pub fn import(&self, listens: Vec<Listen>) -> Result<usize, AppendError> {
         let ok: Vec<Listen> = listens
             .into_iter()
-            .filter(|l| check(self, l, false).is_ok())
+            .filter(|l| check(self, l, true).is_ok())
             .collect();
         let mut added = 0;
         for chunk in ok.chunks(10_000) {

@@ -1,9 +1,10 @@
 //! The links on disk: `DATA_DIR/forward/USER/NAME/` (mode 0700) holds
 //! `link.json` (0600: kind, API root, credentials), the scrobbler's
 //! journal (`journal`, `acked`), `cursor` (the listens-log offset fed up
-//! to), `needs-auth` (while the service refuses the credential) and
-//! `status.json` (the last counters the server saw, for `spindle forward
-//! status` with the server stopped). Layout in `docs/scrobble-hub.md`.
+//! to), `needs-auth` (0600, while the service refuses the credential) and
+//! `status.json` (0600, the last counters the server saw, for `spindle
+//! forward status` with the server stopped). Layout in
+//! `docs/scrobble-hub.md`.
 
 use std::fs;
 use std::io::Write;
@@ -16,6 +17,10 @@ use serde::{Deserialize, Serialize};
 pub const FORWARD_DIR: &str = "forward";
 /// The longest link name.
 pub const MAX_NAME: usize = 64;
+/// The most links one user may have: each link is a feeder, a queue and
+/// a journal on the server. Linking an existing name again does not
+/// count.
+pub const MAX_LINKS_PER_USER: usize = 8;
 
 const LINK_FILE: &str = "link.json";
 const CURSOR_FILE: &str = "cursor";
@@ -42,6 +47,12 @@ pub enum ForwardError {
     NoUser(String),
     #[error("{user} has no link named {name:?} (see `spindle forward status {user}`)")]
     NoLink { user: String, name: String },
+    #[error(
+        "{user} already has {MAX_LINKS_PER_USER} links, the most one user may have: unlink one \
+         first (on the settings page or with `spindle forward unlink {user} NAME`), or link one \
+         of them again under its name"
+    )]
+    TooManyLinks { user: String },
     #[error(
         "no Last.fm API key: give one and its secret (`spindle forward link`: --api-key and \
          --api-secret), or set [forward] lastfm_api_key and lastfm_api_secret (for a Spindle server, make a pair there with `spindle apikey add`)"
@@ -175,9 +186,24 @@ fn mkdir(dir: &Path) -> Result<(), ForwardError> {
         .map_err(io(dir))
 }
 
+/// Whether [`write_atomic`] syncs the file and its folder.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    /// Synced: it must survive a crash (a link, a cursor).
+    Durable,
+    /// Not synced: a snapshot written again soon (counters).
+    Snapshot,
+}
+
 /// Writes `bytes` to `dir/name` atomically (temporary file, sync,
-/// rename, sync of the folder), mode 0600.
-fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ForwardError> {
+/// rename, sync of the folder; no syncs for a [`Durability::Snapshot`]), mode
+/// 0600.
+fn write_atomic(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    sync: Durability,
+) -> Result<(), ForwardError> {
     let tmp = dir.join(format!("{name}.tmp"));
     let mut f = fs::OpenOptions::new()
         .write(true)
@@ -187,6 +213,10 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ForwardError
         .open(&tmp)
         .map_err(io(&tmp))?;
     f.write_all(bytes).map_err(io(&tmp))?;
+    if sync == Durability::Snapshot {
+        let dst = dir.join(name);
+        return fs::rename(&tmp, &dst).map_err(io(&dst));
+    }
     f.sync_all().map_err(io(&tmp))?;
     let dst = dir.join(name);
     fs::rename(&tmp, &dst).map_err(io(&dst))?;
@@ -214,7 +244,7 @@ pub fn save(dir: &Path, link: &Link, cursor: u64) -> Result<(), ForwardError> {
     if read_cursor(dir)?.is_none() {
         write_cursor(dir, cursor)?;
     }
-    write_atomic(dir, LINK_FILE, &json)?;
+    write_atomic(dir, LINK_FILE, &json, Durability::Durable)?;
     set_needs_auth(dir, false)
 }
 
@@ -257,6 +287,35 @@ pub fn list(root: &Path) -> Vec<(String, String, PathBuf)> {
     out
 }
 
+/// The names of `user`'s links under `root`, sorted.
+pub fn names(root: &Path, user: &str) -> Vec<String> {
+    let Ok(links) = fs::read_dir(user_dir(root, user)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = links
+        .flatten()
+        .filter_map(|l| {
+            let name = l.file_name().to_str()?.to_owned();
+            (check_name(&name).is_ok() && l.path().join(LINK_FILE).is_file()).then_some(name)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Whether `user` may save a link `name`: a name they have already, or
+/// a new one while they have fewer than [`MAX_LINKS_PER_USER`].
+pub fn check_room(root: &Path, user: &str, name: &str) -> Result<(), ForwardError> {
+    let have = names(root, user);
+    if have.len() < MAX_LINKS_PER_USER || have.iter().any(|n| n == name) {
+        Ok(())
+    } else {
+        Err(ForwardError::TooManyLinks {
+            user: user.to_owned(),
+        })
+    }
+}
+
 /// The cursor: 8 bytes little-endian and their CRC-32. `None` when there
 /// is none yet; a damaged one is an error.
 pub fn read_cursor(dir: &Path) -> Result<Option<u64>, ForwardError> {
@@ -287,7 +346,7 @@ pub fn write_cursor(dir: &Path, offset: u64) -> Result<(), ForwardError> {
     let mut b = offset.to_le_bytes().to_vec();
     let crc = crc32fast::hash(&b);
     b.extend_from_slice(&crc.to_le_bytes());
-    write_atomic(dir, CURSOR_FILE, &b)
+    write_atomic(dir, CURSOR_FILE, &b, Durability::Durable)
 }
 
 pub fn needs_auth(dir: &Path) -> bool {
@@ -298,11 +357,12 @@ pub fn needs_auth(dir: &Path) -> bool {
 pub fn set_needs_auth(dir: &Path, v: bool) -> Result<(), ForwardError> {
     let path = dir.join(NEEDS_AUTH_FILE);
     if v {
-        fs::write(
-            &path,
+        write_atomic(
+            dir,
+            NEEDS_AUTH_FILE,
             b"the service refused the credential: link it again\n",
+            Durability::Durable,
         )
-        .map_err(io(&path))
     } else {
         match fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(&path)(e)),
@@ -319,9 +379,8 @@ pub fn read_status(dir: &Path) -> SavedStatus {
 }
 
 pub fn write_status(dir: &Path, s: &SavedStatus) -> Result<(), ForwardError> {
-    let path = dir.join(STATUS_FILE);
     let json = serde_json::to_vec(s).unwrap_or_default();
-    fs::write(&path, json).map_err(io(&path))
+    write_atomic(dir, STATUS_FILE, &json, Durability::Snapshot)
 }
 
 #[cfg(test)]
@@ -368,6 +427,51 @@ mod tests {
             remove(root, "ann lee", "lb"),
             Err(ForwardError::NoLink { .. })
         ));
+    }
+
+    #[test]
+    fn needs_auth_and_status_files_are_private_to_the_owner() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        // A status.json left by an older version with the umask's mode.
+        fs::write(dir.join(STATUS_FILE), b"{}").unwrap();
+        fs::set_permissions(dir.join(STATUS_FILE), fs::Permissions::from_mode(0o644)).unwrap();
+        set_needs_auth(dir, true).unwrap();
+        let s = SavedStatus {
+            sent: 3,
+            now_playing_sent: 1,
+            last_error: Some("refused".into()),
+        };
+        write_status(dir, &s).unwrap();
+        assert_eq!(read_status(dir), s);
+        assert!(needs_auth(dir));
+        for f in [NEEDS_AUTH_FILE, STATUS_FILE] {
+            let mode = fs::metadata(dir.join(f)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{f}");
+        }
+    }
+
+    #[test]
+    fn a_user_may_relink_but_not_add_a_link_beyond_the_limit() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        for i in 0..MAX_LINKS_PER_USER {
+            let name = format!("l{i}");
+            check_room(root, "ann", &name).unwrap();
+            save(&link_dir(root, "ann", &name), &link(), 0).unwrap();
+        }
+        assert_eq!(names(root, "ann").len(), MAX_LINKS_PER_USER);
+        let e = check_room(root, "ann", "one-more").unwrap_err();
+        assert!(matches!(e, ForwardError::TooManyLinks { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains(&MAX_LINKS_PER_USER.to_string()), "{msg}");
+        assert!(msg.contains("spindle forward unlink ann"), "{msg}");
+        check_room(root, "ann", "l0").unwrap();
+        // Another user's links do not count.
+        check_room(root, "bob", "one-more").unwrap();
+        remove(root, "ann", "l3").unwrap();
+        check_room(root, "ann", "one-more").unwrap();
     }
 
     #[test]

@@ -238,7 +238,9 @@ pub fn client(l: &Link) -> Result<Client, ForwardError> {
 }
 
 /// Saves `link` as `user`'s link `name` under `root`, its cursor (when
-/// new) at `cursor`; returns its folder.
+/// new) at `cursor`; returns its folder. A new name is refused when the
+/// user has [`link::MAX_LINKS_PER_USER`] links already
+/// ([`ForwardError::TooManyLinks`]).
 pub fn save(
     root: &Path,
     user: &str,
@@ -247,6 +249,7 @@ pub fn save(
     cursor: u64,
 ) -> Result<PathBuf, ForwardError> {
     link::check_name(name)?;
+    link::check_room(root, user, name)?;
     let dir = link::link_dir(root, user, name);
     link::save(&dir, l, cursor)?;
     Ok(dir)
@@ -285,5 +288,35 @@ mod tests {
                 "https://www.last.fm/api/auth/".to_owned()
             )
         );
+    }
+
+    fn lb_link() -> Link {
+        Link {
+            kind: LinkKind::Listenbrainz,
+            url: "http://127.0.0.1:9".into(),
+            api_key: String::new(),
+            api_secret: String::new(),
+            secret: "tok".into(),
+            remote_user: "ann".into(),
+            linked_at: 1,
+        }
+    }
+
+    #[test]
+    fn saving_a_new_link_beyond_the_limit_is_refused_but_a_relink_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        for i in 0..link::MAX_LINKS_PER_USER {
+            save(root, "ann", &format!("l{i}"), &lb_link(), 0).unwrap();
+        }
+        let e = save(root, "ann", "ninth", &lb_link(), 0).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, ForwardError::TooManyLinks { .. }), "{msg}");
+        assert!(msg.contains("spindle forward unlink"), "{msg}");
+        assert!(!link::link_dir(root, "ann", "ninth").exists());
+        let mut again = lb_link();
+        again.secret = "new".into();
+        let dir = save(root, "ann", "l0", &again, 0).unwrap();
+        assert_eq!(link::load(&dir).unwrap().secret, "new");
     }
 }

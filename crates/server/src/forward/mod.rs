@@ -35,7 +35,7 @@ use spindle_listens::Listen;
 use spindle_scrobble::{Backoff, Msg, ServiceState};
 use tokio::sync::{mpsc, watch};
 
-pub use link::{ForwardError, Link, LinkKind, FORWARD_DIR};
+pub use link::{ForwardError, Link, LinkKind, FORWARD_DIR, MAX_LINKS_PER_USER};
 pub use status::LinkStatus;
 
 /// How often a running server reads `DATA_DIR/forward` again.
@@ -107,11 +107,17 @@ pub struct Forward {
     /// Last.fm desktop flows started in the web UI, waiting for the
     /// approval: (user, token) → the flow, newest last.
     pending: Mutex<Vec<(String, linking::LastFmStart)>>,
+    /// Held while the web UI saves a link, so that requests made at once
+    /// cannot together pass [`MAX_LINKS_PER_USER`].
+    saving: Mutex<()>,
 }
 
 /// Last.fm desktop flows the web UI keeps waiting at once (the oldest
 /// is forgotten beyond).
 pub const MAX_PENDING_FLOWS: usize = 256;
+/// Last.fm desktop flows one user keeps waiting at once (their oldest is
+/// forgotten beyond), so one user cannot push out everyone else's.
+pub const MAX_PENDING_FLOWS_PER_USER: usize = 4;
 
 impl Default for Forward {
     fn default() -> Self {
@@ -127,6 +133,7 @@ impl Forward {
             wake: watch::channel(0).0,
             live: Mutex::new(HashMap::new()),
             pending: Mutex::new(Vec::new()),
+            saving: Mutex::new(()),
         }
     }
 
@@ -174,10 +181,29 @@ impl Forward {
     /// Keeps a web UI's desktop flow until it is finished.
     pub fn keep_flow(&self, user: &str, flow: linking::LastFmStart) {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if p.iter().filter(|(u, _)| u == user).count() >= MAX_PENDING_FLOWS_PER_USER {
+            if let Some(oldest) = p.iter().position(|(u, _)| u == user) {
+                p.remove(oldest);
+            }
+        }
         if p.len() >= MAX_PENDING_FLOWS {
             p.remove(0);
         }
         p.push((user.to_owned(), flow));
+    }
+
+    /// Saves a link made in the web UI ([`linking::save`]), one at a
+    /// time.
+    pub fn save_link(
+        &self,
+        root: &Path,
+        user: &str,
+        name: &str,
+        l: &Link,
+        cursor: u64,
+    ) -> Result<PathBuf, ForwardError> {
+        let _one = self.saving.lock().unwrap_or_else(|e| e.into_inner());
+        linking::save(root, user, name, l, cursor)
     }
 
     /// `user`'s desktop flow of `token`, if kept.
@@ -201,5 +227,49 @@ impl Forward {
                 let _ = q.tx.try_send(Msg::Flush(None));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(token: &str) -> linking::LastFmStart {
+        linking::LastFmStart {
+            api_url: String::new(),
+            api_key: String::new(),
+            api_secret: String::new(),
+            token: token.to_owned(),
+            approve_url: String::new(),
+        }
+    }
+
+    #[test]
+    fn one_user_starting_many_flows_keeps_only_their_newest_and_not_others_out() {
+        let f = Forward::off();
+        f.keep_flow("bob", flow("bob-1"));
+        for i in 0..MAX_PENDING_FLOWS + 10 {
+            f.keep_flow("mallory", flow(&format!("m-{i}")));
+        }
+        assert!(f.flow("bob", "bob-1").is_some());
+        let last = MAX_PENDING_FLOWS + 9;
+        for i in last + 1 - MAX_PENDING_FLOWS_PER_USER..=last {
+            assert!(f.flow("mallory", &format!("m-{i}")).is_some(), "m-{i}");
+        }
+        let oldest_dropped = format!("m-{}", last - MAX_PENDING_FLOWS_PER_USER);
+        assert!(f.flow("mallory", &oldest_dropped).is_none());
+        let p = f.pending.lock().unwrap();
+        assert_eq!(p.len(), 1 + MAX_PENDING_FLOWS_PER_USER);
+    }
+
+    #[test]
+    fn the_global_cap_still_holds_across_users() {
+        let f = Forward::off();
+        for i in 0..MAX_PENDING_FLOWS + 1 {
+            f.keep_flow(&format!("u{i}"), flow(&format!("t{i}")));
+        }
+        assert_eq!(f.pending.lock().unwrap().len(), MAX_PENDING_FLOWS);
+        assert!(f.flow("u0", "t0").is_none());
+        assert!(f.flow("u1", "t1").is_some());
     }
 }

@@ -7,6 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The words that mark the note on listens outside the time window.
+pub(crate) const WINDOW_NOTE_MARK: &str = "listens outside the accepted time window";
+
 /// Where a job stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -185,6 +188,10 @@ pub struct Job {
     /// Listens of an export handled so far (a resumed job skips them).
     #[serde(default)]
     pub done: u64,
+    /// Listens skipped for being outside the server's time window (also
+    /// counted in `duplicates`; a note says how many).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outside_window: u64,
     /// What the reader assumed or left out (a Rockbox log in local time).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -210,6 +217,7 @@ impl Job {
             added: 0,
             duplicates: 0,
             done: 0,
+            outside_window: 0,
             notes: Vec::new(),
             error: None,
             created: now,
@@ -225,6 +233,14 @@ impl Job {
             p.key = None;
         }
         j
+    }
+
+    /// Sets the note on the listens outside the time window, `note`,
+    /// replacing the one before (it starts with the same words after the
+    /// count).
+    pub fn set_window_note(&mut self, note: String) {
+        self.notes.retain(|n| !n.contains(WINDOW_NOTE_MARK));
+        self.notes.push(note);
     }
 
     /// What it added of what it read, so far.
@@ -256,6 +272,10 @@ impl Job {
         }
         s
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Whether `id` can name a job's files: letters, digits and `-`, as

@@ -91,6 +91,32 @@ impl Imported {
     }
 }
 
+/// How many of `listens` [`AppState::import`] skips for being outside
+/// the time window (before the config's `min_timestamp`, or more than
+/// `max_future` ahead).
+pub(crate) fn outside_window(state: &AppState, listens: &[spindle_listens::Listen]) -> u64 {
+    use crate::scrobble::{check, Ignored};
+    listens
+        .iter()
+        .filter(|l| {
+            matches!(
+                check(state, l, true),
+                Err(Ignored::TooOld | Ignored::TooNew)
+            )
+        })
+        .count() as u64
+}
+
+/// The job's note on `n` listens skipped by the time window.
+pub(crate) fn window_note(state: &AppState, n: u64) -> String {
+    format!(
+        "{n} {} (before {} or more than {} s ahead) were skipped",
+        job::WINDOW_NOTE_MARK,
+        state.config.min_timestamp,
+        state.config.max_future
+    )
+}
+
 /// Where an import or pull runs.
 #[allow(
     clippy::large_enum_variant,
@@ -161,12 +187,17 @@ pub fn import_file(
         return Ok(Started::Spooled(job));
     };
     let total = export.listens.len();
+    let outside = outside_window(&state, &export.listens);
+    let mut notes = export.notes;
+    if outside > 0 {
+        notes.push(window_note(&state, outside));
+    }
     let added = state.import(export.listens)?;
     Ok(Started::Here(Imported {
         format: export.format.name(),
         total,
         added,
-        notes: export.notes,
+        notes,
     }))
 }
 
@@ -259,6 +290,28 @@ mod tests {
         );
         let again = here(import_file(dir.path(), &file, "ann").unwrap());
         assert_eq!((again.total, again.added), (2, 0));
+    }
+
+    #[test]
+    fn listens_outside_the_time_window_are_skipped_and_noted() {
+        let (dir, file) = data_dir_with_ann();
+        // One before the earliest accepted time, one centuries ahead,
+        // one as i64::MAX, and one that is fine.
+        let export = r#"[{"listened_at": 5, "track_metadata": {"artist_name": "A", "track_name": "Old"}},
+            {"listened_at": 99999999999, "track_metadata": {"artist_name": "A", "track_name": "Far"}},
+            {"listened_at": 9223372036854775807, "track_metadata": {"artist_name": "A", "track_name": "Max"}},
+            {"listened_at": 1700000000, "track_metadata": {"artist_name": "A", "track_name": "Fine"}}]"#;
+        std::fs::write(&file, export).unwrap();
+        let done = here(import_file(dir.path(), &file, "ann").unwrap());
+        assert_eq!((done.total, done.added), (4, 1));
+        assert_eq!(done.tally().already, 3);
+        assert!(
+            done.notes
+                .iter()
+                .any(|n| n.starts_with("3 listens outside the accepted time window")),
+            "{:?}",
+            done.notes
+        );
     }
 
     #[test]

@@ -12,8 +12,12 @@
 //! last, each under a temporary name (starting with `.`) renamed into
 //! place, so the server never takes half a job. The server's task
 //! ([`super::worker`]) takes what is in `incoming/` every second.
+//!
+//! Exports hold a user's whole listening history: the folders are made
+//! mode 0700 and the files 0600 ([`DIR_MODE`], [`FILE_MODE`]).
 
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::job::{valid_id, Job};
@@ -22,6 +26,29 @@ use super::job::{valid_id, Job};
 pub const IMPORTS_DIR: &str = "imports";
 /// Where jobs are handed in, under [`IMPORTS_DIR`].
 pub const INCOMING_DIR: &str = "incoming";
+
+/// The mode of the spool's folders: the owner's only.
+pub const DIR_MODE: u32 = 0o700;
+/// The mode of the spool's files: the owner's only.
+pub const FILE_MODE: u32 = 0o600;
+
+/// Creates `dir` and its missing parents, mode [`DIR_MODE`].
+fn make_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+}
+
+/// Creates (or truncates) `path`, mode [`FILE_MODE`] when new.
+pub fn create_file(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(FILE_MODE)
+        .open(path)
+}
 
 /// The spool of one data dir. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -55,21 +82,26 @@ impl Spool {
     /// Where an upload is written while it arrives; [`Spool::hand_in_part`]
     /// hands it in.
     pub fn part_path(&self, id: &str) -> std::io::Result<PathBuf> {
-        std::fs::create_dir_all(self.incoming())?;
+        make_dir(&self.incoming())?;
         Ok(self.incoming().join(format!(".{id}.part")))
     }
 
     /// Hands in `job` (a pull, or a file whose data is in place).
     pub fn hand_in(&self, job: &Job) -> std::io::Result<()> {
         let dir = self.incoming();
-        std::fs::create_dir_all(&dir)?;
+        make_dir(&dir)?;
         write_json(&dir, &format!("{}.json", job.id), job)
     }
 
     /// Hands in `job` with a copy of the export `file`.
     pub fn hand_in_file(&self, job: &Job, file: &Path) -> std::io::Result<()> {
         let part = self.part_path(&job.id)?;
-        std::fs::copy(file, &part)?;
+        let copied = std::fs::File::open(file)
+            .and_then(|mut from| std::io::copy(&mut from, &mut create_file(&part)?));
+        if let Err(e) = copied {
+            let _ = std::fs::remove_file(&part);
+            return Err(e);
+        }
         self.hand_in_part(job, &part)
     }
 
@@ -82,7 +114,7 @@ impl Spool {
 
     /// Saves a taken job's progress.
     pub fn save(&self, job: &Job) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.root)?;
+        make_dir(&self.root)?;
         write_json(&self.root, &format!("{}.json", job.id), job)
     }
 
@@ -164,7 +196,27 @@ impl Spool {
         Ok(jobs)
     }
 
-    /// Removes a job's export once it is imported.
+    /// Removes the partial uploads (`incoming/.ID.part`) a crash left;
+    /// returns how many. Call at start, before anything uploads.
+    pub fn remove_stale_parts(&self) -> std::io::Result<usize> {
+        let rd = match std::fs::read_dir(self.incoming()) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        let mut removed = 0;
+        for entry in rd {
+            let name = entry?.file_name();
+            let Some(n) = name.to_str() else { continue };
+            if n.starts_with('.') && n.ends_with(".part") {
+                std::fs::remove_file(self.incoming().join(n))?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Removes a job's export once it is imported, or failed.
     pub fn remove_data(&self, id: &str) {
         if let Err(e) = std::fs::remove_file(self.data_path(id)) {
             if e.kind() != std::io::ErrorKind::NotFound {
@@ -210,7 +262,7 @@ fn json_ids(dir: &Path) -> std::io::Result<Vec<String>> {
 /// Writes `value` as `dir/name` through a temporary file renamed over it.
 fn write_json<T: serde::Serialize>(dir: &Path, name: &str, value: &T) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{name}.tmp"));
-    let mut f = std::fs::File::create(&tmp)?;
+    let mut f = create_file(&tmp)?;
     serde_json::to_writer_pretty(&mut f, value).map_err(std::io::Error::other)?;
     f.write_all(b"\n")?;
     f.sync_all()?;
@@ -245,6 +297,44 @@ mod tests {
         assert!(spool.data_path(&job.id).exists());
         assert!(spool.take_incoming().unwrap().is_empty());
         assert_eq!(spool.unfinished().unwrap(), vec![job]);
+    }
+
+    #[test]
+    fn the_spool_is_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path());
+        let export = dir.path().join("export.log");
+        std::fs::write(&export, "#AUDIOSCROBBLER/1.1\n").unwrap();
+        std::fs::set_permissions(&export, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let job = Job::new("ann", Source::File { name: "x".into() }, 10);
+        spool.hand_in_file(&job, &export).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.path().join(IMPORTS_DIR)), 0o700);
+        assert_eq!(mode(&spool.incoming()), 0o700);
+        let data = spool.incoming().join(format!("{}.data", job.id));
+        assert_eq!(mode(&data), 0o600);
+        assert_eq!(
+            mode(&spool.incoming().join(format!("{}.json", job.id))),
+            0o600
+        );
+        spool.take_incoming().unwrap();
+        assert_eq!(mode(&spool.job_path(&job.id)), 0o600);
+        assert_eq!(mode(&spool.data_path(&job.id)), 0o600);
+    }
+
+    #[test]
+    fn partial_uploads_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path());
+        assert_eq!(spool.remove_stale_parts().unwrap(), 0);
+        let part = spool.part_path("1-abc").unwrap();
+        std::fs::write(&part, "half").unwrap();
+        let kept = spool.incoming().join("2-def.data");
+        std::fs::write(&kept, "whole").unwrap();
+        assert_eq!(spool.remove_stale_parts().unwrap(), 1);
+        assert!(!part.exists());
+        assert!(kept.exists());
     }
 
     #[test]

@@ -1,17 +1,20 @@
 //! The server's import task: every [`SPOOL_POLL`] it takes the jobs
-//! handed in to the [`Spool`] and runs each on a task of its own, an
-//! export in steps of [`IMPORT_CHUNK`] listens and a pull page by page
-//! ([`crate::pull`]), saving the job's progress after every step. At
-//! start it resumes the jobs a shutdown left running. It stops at the
-//! server's shutdown signal: each job stops after its current step (its
-//! file still says `running`, so the next start resumes it), and the task
-//! returns once every job has.
+//! handed in to the [`Spool`] and runs them one at a time ([`MAX_RUNNING`];
+//! the others wait, `queued`), an export in steps of [`IMPORT_CHUNK`]
+//! listens and a pull page by page ([`crate::pull`]), saving the job's
+//! progress after every step. At start it removes the partial uploads a
+//! crash left and resumes the jobs a shutdown left running. It stops at
+//! the server's shutdown signal: each job stops after its current step
+//! (its file still says `running`, so the next start resumes it), and the
+//! task returns once every job has. A job that fails keeps its file, with
+//! the error; its export is removed.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use spindle_listens::Listen;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
 use super::{ImportError, Job, JobState, Source, Spool};
@@ -26,6 +29,11 @@ pub const SPOOL_POLL: Duration = Duration::from_secs(1);
 /// 2,000 listens are one group commit of the log and about 0.2 s of
 /// work, so a shutdown waits little for the step in hand.
 pub const IMPORT_CHUNK: usize = 2_000;
+
+/// Jobs run at once: 1. An export is parsed in memory whole, so two big
+/// ones side by side would double the memory an import takes; and the
+/// history's writer is one anyway.
+pub const MAX_RUNNING: usize = 1;
 
 /// How a job's run ended, short of failing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,13 +51,22 @@ pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
     };
     let mut jobs = JoinSet::new();
     let mut running = HashSet::new();
+    let gate = Arc::new(Semaphore::new(MAX_RUNNING));
+    let sp = spool.clone();
+    match tokio::task::spawn_blocking(move || sp.remove_stale_parts()).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(n)) => tracing::info!("removed {n} partial uploads left in the import spool"),
+        Ok(Err(e)) => tracing::warn!("removing partial uploads from the import spool: {e}"),
+        Err(e) => tracing::warn!("removing partial uploads from the import spool: {e}"),
+    }
     let sp = spool.clone();
     match tokio::task::spawn_blocking(move || sp.unfinished()).await {
         Ok(Ok(list)) => {
             for job in list {
                 tracing::info!(job = %job.id, "resuming the import for {}", job.user);
                 running.insert(job.id.clone());
-                jobs.spawn(run_job(state.clone(), spool.clone(), job, stop.clone()));
+                let (st, sp, g) = (state.clone(), spool.clone(), gate.clone());
+                jobs.spawn(run_gated(g, st, sp, job, stop.clone()));
             }
         }
         Ok(Err(e)) => tracing::warn!("reading the import jobs: {e}"),
@@ -79,7 +96,8 @@ pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
                 for job in taken {
                     if running.insert(job.id.clone()) {
                         tracing::info!(job = %job.id, "import for {} handed in", job.user);
-                        jobs.spawn(run_job(state.clone(), spool.clone(), job, stop.clone()));
+                        let (st, sp, g) = (state.clone(), spool.clone(), gate.clone());
+                        jobs.spawn(run_gated(g, st, sp, job, stop.clone()));
                     }
                 }
             }
@@ -91,6 +109,30 @@ pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
         }
     }
     while jobs.join_next().await.is_some() {}
+}
+
+/// Waits for a turn at `gate` (the job stays `queued`, or as a shutdown
+/// left it), then [`run_job`]; returns the job untouched if `stop` comes
+/// first.
+async fn run_gated(
+    gate: Arc<Semaphore>,
+    state: AppState,
+    spool: Spool,
+    job: Job,
+    stop: watch::Receiver<bool>,
+) -> Job {
+    let mut stopping = stop.clone();
+    let permit = tokio::select! {
+        p = gate.acquire_owned() => p,
+        _ = stopping.wait_for(|s| *s) => return job,
+    };
+    let Ok(_permit) = permit else {
+        return job;
+    };
+    if *stop.borrow() {
+        return job;
+    }
+    run_job(state, spool, job, stop).await
 }
 
 /// Runs one job to its end, or until `stop`; returns it as last saved.
@@ -125,7 +167,22 @@ pub async fn run_job(
     }
 }
 
-async fn fail(state: &AppState, spool: &Spool, mut job: Job, e: &ImportError) -> Job {
+/// Marks `job` failed with `e`'s text (keys redacted, [`error_text`]),
+/// saves it and removes its export.
+pub(crate) async fn fail(state: &AppState, spool: &Spool, mut job: Job, e: &ImportError) -> Job {
+    let msg = error_text(e);
+    tracing::warn!(job = %job.id, "import for {} failed: {msg}", job.user);
+    job.state = JobState::Failed;
+    job.error = Some(msg);
+    save(state, spool, &mut job).await;
+    spool.remove_data(&job.id);
+    job
+}
+
+/// `e` and its sources, joined by `: `, with the value of any
+/// `api_key=` or `token=` in it replaced by `REDACTED` (the pull's own
+/// errors carry no URL query, but a source might).
+pub(crate) fn error_text(e: &ImportError) -> String {
     let mut msg = e.to_string();
     let mut src = std::error::Error::source(e);
     while let Some(s) = src {
@@ -133,11 +190,40 @@ async fn fail(state: &AppState, spool: &Spool, mut job: Job, e: &ImportError) ->
         msg.push_str(&s.to_string());
         src = s.source();
     }
-    tracing::warn!(job = %job.id, "import for {} failed: {msg}", job.user);
-    job.state = JobState::Failed;
-    job.error = Some(msg);
-    save(state, spool, &mut job).await;
-    job
+    redact_keys(&msg)
+}
+
+/// `text` with the values of `api_key=…`, `token=…` and `sk=…` query
+/// parameters replaced by `REDACTED`.
+fn redact_keys(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    'outer: while !rest.is_empty() {
+        for name in ["api_key=", "token=", "sk="] {
+            let at_start = out
+                .chars()
+                .last()
+                .is_none_or(|c| matches!(c, '?' | '&' | ' ' | '(' | '"' | '\''));
+            if at_start
+                && rest
+                    .get(..name.len())
+                    .is_some_and(|p| p.eq_ignore_ascii_case(name))
+            {
+                out.push_str(&rest[..name.len()]);
+                out.push_str("REDACTED");
+                rest = &rest[name.len()..];
+                let end = rest
+                    .find(['&', ' ', ')', '"', '\'', '#'])
+                    .unwrap_or(rest.len());
+                rest = &rest[end..];
+                continue 'outer;
+            }
+        }
+        let Some(c) = rest.chars().next() else { break };
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
 }
 
 /// Saves `job`'s progress; a failure is logged (the job goes on, and
@@ -153,13 +239,28 @@ pub(crate) async fn save(state: &AppState, spool: &Spool, job: &mut Job) {
 }
 
 /// Stores `listens` as an import ([`AppState::import`]) on a blocking
-/// thread; returns how many were new.
-pub(crate) async fn store(state: &AppState, listens: Vec<Listen>) -> Result<usize, ImportError> {
+/// thread and counts them into `job` (`added`, `duplicates`,
+/// `outside_window` and its note).
+pub(crate) async fn store(
+    state: &AppState,
+    job: &mut Job,
+    listens: Vec<Listen>,
+) -> Result<(), ImportError> {
     let st = state.clone();
-    tokio::task::spawn_blocking(move || st.import(listens))
-        .await
-        .map_err(|e| ImportError::Task(e.to_string()))?
-        .map_err(ImportError::from)
+    let rows = listens.len() as u64;
+    let (added, outside_window) = tokio::task::spawn_blocking(move || {
+        let outside = super::outside_window(&st, &listens);
+        st.import(listens).map(|added| (added as u64, outside))
+    })
+    .await
+    .map_err(|e| ImportError::Task(e.to_string()))??;
+    job.added += added;
+    job.duplicates += rows.saturating_sub(added);
+    if outside_window > 0 {
+        job.outside_window += outside_window;
+        job.set_window_note(super::window_note(state, job.outside_window));
+    }
+    Ok(())
 }
 
 /// Imports the export beside `job`, from the listen it got to.
@@ -184,6 +285,9 @@ async fn run_file(
     .map_err(|e| ImportError::Task(e.to_string()))??;
     job.format = Some(export.format.name().to_owned());
     job.notes = export.notes;
+    if job.outside_window > 0 {
+        job.set_window_note(super::window_note(state, job.outside_window));
+    }
     job.total = export.listens.len() as u64;
     save(state, spool, job).await;
     let from = (job.done as usize).min(export.listens.len());
@@ -191,9 +295,7 @@ async fn run_file(
         if *stop.borrow() {
             return Ok(Outcome::Stopped);
         }
-        let added = store(state, chunk.to_vec()).await?;
-        job.added += added as u64;
-        job.duplicates += (chunk.len() - added) as u64;
+        store(state, job, chunk.to_vec()).await?;
         job.done += chunk.len() as u64;
         save(state, spool, job).await;
     }
@@ -310,6 +412,110 @@ Portishead\tDummy\tRoads\t3\t305\tL\t1700000700\t\n";
         let done = finished(&spool, &job.id).await;
         // Only the listen after the first was stored.
         assert_eq!((done.state, done.done, done.added), (JobState::Done, 2, 1));
+        stop.send(true).unwrap();
+        task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_failed_job_keeps_its_file_and_error_but_not_its_export() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = state(dir.path());
+        let spool = st.import_spool().unwrap().clone();
+        let job = Job::new("ann", Source::File { name: "x".into() }, 1);
+        spool.save(&job).unwrap();
+        std::fs::write(spool.data_path(&job.id), "not an export").unwrap();
+        let done = run_job(st, spool.clone(), job.clone(), watch::channel(false).1).await;
+        assert_eq!(done.state, JobState::Failed);
+        assert!(!spool.data_path(&job.id).exists(), "the export is removed");
+        let saved = spool.read(&job.id).unwrap().unwrap();
+        assert_eq!(saved.state, JobState::Failed);
+        assert!(saved.error.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_job_error_never_shows_an_api_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = state(dir.path());
+        let spool = st.import_spool().unwrap().clone();
+        let job = Job::new("ann", Source::File { name: "x".into() }, 1);
+        let e = ImportError::Task(
+            "error sending request for url (http://x/2.0/?method=m&api_key=SECRET&token=S2 x)"
+                .into(),
+        );
+        let done = fail(&st, &spool, job, &e).await;
+        let text = done.error.unwrap();
+        assert!(!text.contains("SECRET") && !text.contains("S2"), "{text}");
+        assert!(
+            text.contains("api_key=REDACTED&token=REDACTED x)"),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_job_counts_and_notes_listens_outside_the_time_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = state(dir.path());
+        let spool = st.import_spool().unwrap().clone();
+        let job = Job::new("ann", Source::File { name: "x".into() }, 1);
+        spool.save(&job).unwrap();
+        let export = r#"[{"listened_at": 5, "track_metadata": {"artist_name": "A", "track_name": "Old"}},
+            {"listened_at": 1700000000, "track_metadata": {"artist_name": "A", "track_name": "Fine"}}]"#;
+        std::fs::write(spool.data_path(&job.id), export).unwrap();
+        let done = run_job(st, spool, job, watch::channel(false).1).await;
+        assert_eq!(done.state, JobState::Done, "{:?}", done.error);
+        assert_eq!(
+            (done.total, done.added, done.duplicates, done.outside_window),
+            (2, 1, 1, 1)
+        );
+        assert!(
+            done.notes
+                .iter()
+                .any(|n| n.starts_with("1 listens outside")),
+            "{:?}",
+            done.notes
+        );
+    }
+
+    #[tokio::test]
+    async fn a_job_waits_queued_while_another_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = state(dir.path());
+        let spool = st.import_spool().unwrap().clone();
+        let gate = Arc::new(Semaphore::new(MAX_RUNNING));
+        let busy = gate.clone().acquire_owned().await.unwrap();
+        let job = Job::new("ann", Source::File { name: "log".into() }, 1);
+        spool.save(&job).unwrap();
+        std::fs::write(spool.data_path(&job.id), LOG).unwrap();
+        let (_stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(run_gated(gate, st, spool.clone(), job.clone(), stopped));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            spool.read(&job.id).unwrap().unwrap().state,
+            JobState::Queued
+        );
+        drop(busy);
+        let done = tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(done.state, JobState::Done, "{:?}", done.error);
+    }
+
+    #[tokio::test]
+    async fn the_task_removes_partial_uploads_left_by_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = state(dir.path());
+        let part = st.import_spool().unwrap().part_path("1-abc").unwrap();
+        std::fs::write(&part, "half an upload").unwrap();
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(run(st, stopped));
+        for _ in 0..50 {
+            if !part.exists() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(!part.exists());
         stop.send(true).unwrap();
         task.await.unwrap();
     }

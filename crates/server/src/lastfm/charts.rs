@@ -32,19 +32,37 @@ const WEEK_ORIGIN: i64 = 3 * 86_400 + 12 * 3600;
 /// Most rows of a weekly chart (Last.fm's `limit`, and its default).
 pub const MAX_WEEKLY_ROWS: usize = 1000;
 
-/// The start of the chart week (Sunday 12:00 UTC) that holds `ts`.
+/// Most weeks `user.getWeeklyChartList` lists: 2,000 (about 38 years),
+/// the latest ones; a history stored with an extreme timestamp cannot
+/// make the list endless.
+pub const MAX_CHART_WEEKS: usize = 2000;
+
+/// The start of the chart week (Sunday 12:00 UTC) that holds `ts`
+/// (saturating at the ends of `i64`).
 pub fn week_start(ts: i64) -> i64 {
-    WEEK_ORIGIN + (ts - WEEK_ORIGIN).div_euclid(WEEK) * WEEK
+    WEEK_ORIGIN.saturating_add(
+        ts.saturating_sub(WEEK_ORIGIN)
+            .div_euclid(WEEK)
+            .saturating_mul(WEEK),
+    )
 }
 
-/// The whole chart weeks from the one holding `first` to the last that
-/// ended by `now`, as (from, to).
-pub fn weeks(first: i64, now: i64) -> Vec<(i64, i64)> {
+/// The whole chart weeks from the one holding `first` (no earlier than
+/// `min`, the config's `min_timestamp`) to the last that ended by `now`,
+/// as (from, to): at most the latest [`MAX_CHART_WEEKS`].
+pub fn weeks(first: i64, now: i64, min: i64) -> Vec<(i64, i64)> {
+    let latest_end = week_start(now);
+    let earliest = latest_end.saturating_sub(MAX_CHART_WEEKS as i64 * WEEK);
+    let mut w = week_start(first.max(min)).max(earliest);
     let mut out = Vec::new();
-    let mut w = week_start(first);
-    while w + WEEK <= now {
-        out.push((w, w + WEEK));
-        w += WEEK;
+    while out.len() < MAX_CHART_WEEKS {
+        match w.checked_add(WEEK) {
+            Some(end) if end <= now => {
+                out.push((w, end));
+                w = end;
+            }
+            _ => break,
+        }
     }
     out
 }
@@ -58,7 +76,7 @@ pub(super) fn weekly_chart_list(
     let user = target_user(st, p, music)?;
     let first = st.listens.summary(&user).first_listen;
     let charts = first
-        .map(|f| weeks(f, st.now()))
+        .map(|f| weeks(f, st.now(), st.config.min_timestamp))
         .unwrap_or_default()
         .into_iter()
         .map(|(from, to)| {
@@ -303,12 +321,28 @@ mod tests {
         // Two weeks and a day later: two whole weeks have ended.
         let now = SUNDAY_NOON + 2 * WEEK + 86_400;
         assert_eq!(
-            weeks(first, now),
+            weeks(first, now, 0),
             vec![
                 (SUNDAY_NOON, SUNDAY_NOON + WEEK),
                 (SUNDAY_NOON + WEEK, SUNDAY_NOON + 2 * WEEK)
             ]
         );
-        assert!(weeks(first, SUNDAY_NOON + WEEK - 1).is_empty());
+        assert!(weeks(first, SUNDAY_NOON + WEEK - 1, 0).is_empty());
+    }
+
+    #[test]
+    fn an_extreme_first_listen_gives_a_bounded_list_from_the_earliest_time() {
+        let now = SUNDAY_NOON + 10 * WEEK;
+        // Clamped to the earliest accepted time: ten weeks, not overflow.
+        let w = weeks(i64::MIN, now, SUNDAY_NOON);
+        assert_eq!(w.len(), 10);
+        assert_eq!(w[0], (SUNDAY_NOON, SUNDAY_NOON + WEEK));
+        // With no floor, only the latest MAX_CHART_WEEKS.
+        let w = weeks(i64::MIN, now, i64::MIN);
+        assert_eq!(w.len(), MAX_CHART_WEEKS);
+        assert_eq!(w.last(), Some(&(SUNDAY_NOON + 9 * WEEK, now)));
+        // A clock at the end of time neither overflows nor runs on.
+        assert_eq!(weeks(SUNDAY_NOON, i64::MAX, 0).len(), MAX_CHART_WEEKS);
+        assert!(weeks(i64::MAX, i64::MAX, 0).is_empty());
     }
 }

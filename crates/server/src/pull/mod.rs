@@ -12,7 +12,10 @@
 //! history's dedupe drops the ones fetched twice, and a second pull adds
 //! nothing. A full page all within one second moves the cursor a second
 //! back (the only case where listens could be left out: more than a page
-//! of them in one second).
+//! of them in one second). A full page with nothing older than the cursor
+//! and something newer means the remote ignores the cursor: the job fails
+//! rather than fetch the same page forever, as it does after
+//! [`MAX_PULL_PAGES`] pages.
 
 pub mod lastfm;
 pub mod listenbrainz;
@@ -45,6 +48,11 @@ pub const MAX_PAGE_BYTES: usize = 32 << 20;
 /// [`RETRY_PAUSE`], then twice as long each time (about a minute in all).
 pub const PAGE_TRIES: u32 = 6;
 
+/// The most pages one pull fetches: 100,000 (20 million listens from
+/// Last.fm, 100 million from ListenBrainz, far beyond a real history), so
+/// a remote that never ends its history cannot keep a job running forever.
+pub const MAX_PULL_PAGES: u64 = 100_000;
+
 /// The first wait before a page is tried again: 2 s.
 pub const RETRY_PAUSE: Duration = Duration::from_secs(2);
 
@@ -76,6 +84,26 @@ pub enum PullError {
     TooLarge { url: String },
     #[error("{url} answered something that is not JSON: {msg}")]
     NotJson { url: String, msg: String },
+    #[error(
+        "{url} answered a full page with nothing older than {cursor} and listens after it: \
+         it ignores the page cursor (`to` / `max_ts`), so the history cannot be paged"
+    )]
+    IgnoresCursor { url: String, cursor: i64 },
+    #[error("the pull stopped after {MAX_PULL_PAGES} pages; the remote history does not end")]
+    TooManyPages,
+    #[error("the pull's cursor ({0}) cannot move back further")]
+    CursorAtStart(i64),
+}
+
+impl PullError {
+    /// An HTTP failure, without the request's URL (whose query may hold
+    /// an API key): `url` says where, without its query.
+    fn http(url: String, source: reqwest::Error) -> PullError {
+        PullError::Http {
+            url,
+            source: source.without_url(),
+        }
+    }
 }
 
 impl PullError {
@@ -107,10 +135,7 @@ pub(crate) async fn run(
         .timeout(PAGE_TIMEOUT)
         .user_agent(concat!("spindle/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|source| PullError::Http {
-            url: pull.url.clone(),
-            source,
-        })?;
+        .map_err(|source| PullError::http(String::new(), source))?;
     let (limit, client) = match pull.api {
         Api::Lastfm => (LASTFM_PAGE, "import/lastfm-pull"),
         Api::Listenbrainz => (LISTENBRAINZ_PAGE, "import/listenbrainz-pull"),
@@ -127,26 +152,51 @@ pub(crate) async fn run(
         let Some(oldest) = listens.iter().map(|l| l.timestamp).min() else {
             return Ok(Outcome::Finished);
         };
+        let newest = listens.iter().map(|l| l.timestamp).max().unwrap_or(oldest);
         let rows = listens.len();
+        let full = rows >= limit;
+        let url = redacted(&parse_url(&pull.url)?);
+        next_page(&mut pull, oldest, newest, full, &url)?;
         for l in &mut listens {
             l.client = client.to_owned();
         }
-        let added = store(state, listens).await?;
+        store(state, job, listens).await?;
         job.total += rows as u64;
-        job.added += added as u64;
-        job.duplicates += (rows - added) as u64;
-        let stuck = pull.cursor.is_some_and(|c| oldest >= c);
-        pull.cursor = Some(match pull.cursor {
-            Some(c) if stuck => c - 1,
-            _ => oldest,
-        });
-        pull.pages += 1;
         job.source = Source::Pull(pull.clone());
         save(state, spool, job).await;
         if rows < limit {
             return Ok(Outcome::Finished);
         }
     }
+}
+
+/// Moves `pull` past a page whose listens span `oldest..=newest` (`full`
+/// when it held as many as asked for): the cursor goes to `oldest`, or a
+/// second back when a full page is all at the cursor. Fails on a remote
+/// that ignores the cursor, after [`MAX_PULL_PAGES`], or when the cursor
+/// cannot move back.
+fn next_page(
+    pull: &mut Pull,
+    oldest: i64,
+    newest: i64,
+    full: bool,
+    url: &str,
+) -> Result<(), PullError> {
+    if pull.pages >= MAX_PULL_PAGES {
+        return Err(PullError::TooManyPages);
+    }
+    pull.cursor = Some(match pull.cursor {
+        Some(c) if full && oldest >= c && newest > c => {
+            return Err(PullError::IgnoresCursor {
+                url: url.to_owned(),
+                cursor: c,
+            })
+        }
+        Some(c) if oldest >= c => c.checked_sub(1).ok_or(PullError::CursorAtStart(c))?,
+        _ => oldest,
+    });
+    pull.pages += 1;
+    Ok(())
 }
 
 /// One page, tried again for passing failures; `None` if `stop` came
@@ -190,15 +240,9 @@ async fn fetch_with_retries(
 /// Sends `req` and reads its JSON answer, at most [`MAX_PAGE_BYTES`].
 async fn fetch(req: reqwest::RequestBuilder, api: Api) -> Result<Value, PullError> {
     let (client, req) = req.build_split();
-    let req = req.map_err(|source| PullError::Http {
-        url: String::new(),
-        source,
-    })?;
+    let req = req.map_err(|source| PullError::http(String::new(), source))?;
     let url = redacted(req.url());
-    let http = |source| PullError::Http {
-        url: url.clone(),
-        source,
-    };
+    let http = |source| PullError::http(url.clone(), source);
     let mut res = client.execute(req).await.map_err(http)?;
     let status = res.status().as_u16();
     let mut body = Vec::new();
@@ -248,4 +292,68 @@ fn parse_url(url: &str) -> Result<reqwest::Url, PullError> {
         .ok()
         .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
         .ok_or_else(|| PullError::Url(url.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::worker::error_text;
+
+    fn pull(cursor: Option<i64>, pages: u64) -> Pull {
+        Pull {
+            api: Api::Listenbrainz,
+            url: "http://lb".into(),
+            remote_user: "bob".into(),
+            key: None,
+            cursor,
+            pages,
+        }
+    }
+
+    #[test]
+    fn a_full_page_with_nothing_older_than_the_cursor_fails_the_pull() {
+        // The remote answered its newest page again, ignoring `max_ts`.
+        let mut p = pull(Some(1_600_000_000), 1);
+        let e = next_page(&mut p, 1_600_000_000, 1_700_000_000, true, "http://lb/").unwrap_err();
+        assert!(matches!(e, PullError::IgnoresCursor { .. }), "{e}");
+        assert!(e.to_string().contains("ignores the page cursor"), "{e}");
+        // A full page all in the cursor's second still moves a second back.
+        let mut p = pull(Some(1_600_000_000), 1);
+        next_page(&mut p, 1_600_000_000, 1_600_000_000, true, "http://lb/").unwrap();
+        assert_eq!((p.cursor, p.pages), (Some(1_599_999_999), 2));
+        // An ordinary page moves the cursor to its oldest listen.
+        next_page(&mut p, 1_500_000_000, 1_599_999_999, true, "http://lb/").unwrap();
+        assert_eq!(p.cursor, Some(1_500_000_000));
+    }
+
+    #[test]
+    fn a_cursor_that_cannot_move_back_fails_instead_of_overflowing() {
+        let mut p = pull(Some(i64::MIN), 1);
+        let e = next_page(&mut p, i64::MIN, i64::MIN, true, "http://lb/").unwrap_err();
+        assert!(matches!(e, PullError::CursorAtStart(i64::MIN)), "{e}");
+    }
+
+    #[test]
+    fn a_pull_stops_after_its_page_limit() {
+        let mut p = pull(Some(1_600_000_000), MAX_PULL_PAGES);
+        let e = next_page(&mut p, 1_500_000_000, 1_599_999_999, true, "http://lb/").unwrap_err();
+        assert!(matches!(e, PullError::TooManyPages), "{e}");
+        let mut p = pull(Some(1_600_000_000), MAX_PULL_PAGES - 1);
+        next_page(&mut p, 1_500_000_000, 1_599_999_999, true, "http://lb/").unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_failed_request_does_not_put_the_api_key_in_the_job_error() {
+        // Nothing listens on port 1: the request fails to connect, and
+        // reqwest's error would name the whole URL.
+        let req = reqwest::Client::new().get("http://127.0.0.1:1/2.0/?method=x&api_key=SECRET");
+        let e = fetch(req, Api::Lastfm).await.unwrap_err();
+        let PullError::Http { source, .. } = &e else {
+            panic!("not an HTTP error: {e}");
+        };
+        assert_eq!(source.url(), None, "{source}");
+        let text = error_text(&ImportError::from(e));
+        assert!(!text.contains("SECRET"), "{text}");
+        assert!(text.contains("http://127.0.0.1:1/2.0/"), "{text}");
+    }
 }

@@ -49,6 +49,7 @@ fn forward_err(e: ForwardError) -> Response {
     let status = match &e {
         ForwardError::BadName(_) | ForwardError::NoApiKey => StatusCode::BAD_REQUEST,
         ForwardError::NoLink { .. } => StatusCode::NOT_FOUND,
+        ForwardError::TooManyLinks { .. } => StatusCode::CONFLICT,
         ForwardError::Service { .. } | ForwardError::Refused { .. } => StatusCode::BAD_GATEWAY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
@@ -129,7 +130,7 @@ async fn lastfm_finish(
     User(u, Linker): User<Linker>,
     SmallJson(f): SmallJson<FinishForm>,
 ) -> Response {
-    let (root, name) = match new_link(&st, &f.name, LinkKind::Lastfm) {
+    let (root, name) = match new_link(&st, &u, &f.name, LinkKind::Lastfm) {
         Ok(t) => t,
         Err(r) => return r,
     };
@@ -149,16 +150,20 @@ async fn lastfm_finish(
     }
 }
 
-/// Where a new link of `kind` goes: the links' folder and its name
-/// (`name`, else the kind's), checked; refused while forwarding is off.
+/// Where `user`'s new link of `kind` goes: the links' folder and its
+/// name (`name`, else the kind's), checked; refused while forwarding is
+/// off, and for a new name when the user has
+/// [`link::MAX_LINKS_PER_USER`] links (409) — before the service is asked.
 fn new_link(
     st: &AppState,
+    user: &str,
     name: &Option<String>,
     kind: LinkKind,
 ) -> Result<(std::path::PathBuf, String), Response> {
     let root = st.forward.root().ok_or_else(off)?.to_owned();
     let name = given(name).unwrap_or(kind.as_str()).to_owned();
     link::check_name(&name).map_err(forward_err)?;
+    link::check_room(&root, user, &name).map_err(forward_err)?;
     Ok((root, name))
 }
 
@@ -172,8 +177,11 @@ async fn saved(
 ) -> Response {
     let (root, user, name) = (root.to_owned(), user.to_owned(), name.to_owned());
     let cursor = st.listens.committed_end();
+    let forward = st.forward.clone();
     let r = tokio::task::spawn_blocking(move || {
-        linking::save(&root, &user, &name, &l, cursor).map(|_| (user, name))
+        forward
+            .save_link(&root, &user, &name, &l, cursor)
+            .map(|_| (user, name))
     })
     .await;
     match r {
@@ -200,7 +208,7 @@ async fn listenbrainz(
     User(u, Linker): User<Linker>,
     SmallJson(f): SmallJson<ListenBrainzForm>,
 ) -> Response {
-    let (root, name) = match new_link(&st, &f.name, LinkKind::Listenbrainz) {
+    let (root, name) = match new_link(&st, &u, &f.name, LinkKind::Listenbrainz) {
         Ok(t) => t,
         Err(r) => return r,
     };
@@ -230,5 +238,83 @@ async fn unlink(
         Ok(Ok(())) => Json(json!({ "unlinked": true })).into_response(),
         Ok(Err(e)) => forward_err(e),
         Err(e) => err(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use axum::body::Body;
+    use axum::http::Request;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::{Accounts, Config, ManualClock};
+
+    /// A forwarding server state with `ann` logged in and
+    /// [`link::MAX_LINKS_PER_USER`] links of hers saved: the state, the
+    /// session cookie, and the guard of its folder.
+    fn full() -> (AppState, String, tempfile::TempDir) {
+        let data = tempfile::tempdir().unwrap();
+        let accounts = Accounts::open(&data.path().join("accounts")).unwrap();
+        accounts.add_user_cheaply("ann", "pw");
+        let (listens, _) = spindle_listens::Listens::open(&data.path().join("l")).unwrap();
+        let st = AppState::new(
+            Arc::new(spindle_store::Db::open(data.path().join("lib")).unwrap()),
+            Arc::new(accounts),
+            Arc::new(listens),
+            Config::default(),
+            Arc::new(ManualClock::new(1_750_000_000)),
+        )
+        .with_forwarding(data.path());
+        let root = st.forward.root().unwrap().to_owned();
+        let l = link::Link {
+            kind: LinkKind::Listenbrainz,
+            url: "http://127.0.0.1:9".into(),
+            api_key: String::new(),
+            api_secret: String::new(),
+            secret: "tok".into(),
+            remote_user: "ann".into(),
+            linked_at: 1,
+        };
+        for i in 0..link::MAX_LINKS_PER_USER {
+            linking::save(&root, "ann", &format!("l{i}"), &l, 0).unwrap();
+        }
+        let id = st.sessions.start("ann", st.now(), "test", None);
+        (st, format!("{}={id}", super::super::COOKIE), data)
+    }
+
+    /// The status and error message of linking a ListenBrainz account
+    /// under `name` at an address where nothing listens.
+    async fn link_lb(st: &AppState, cookie: &str, name: &str) -> (u16, String) {
+        let body = json!({"token": "tok", "url": "http://127.0.0.1:9", "name": name});
+        let req = Request::post("/ui/api/forward/listenbrainz")
+            .header("content-type", "application/json")
+            .header("x-spindle-csrf", "1")
+            .header("cookie", cookie)
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let r = router().with_state(st.clone()).oneshot(req).await.unwrap();
+        let status = r.status().as_u16();
+        let bytes = r.into_body().collect().await.unwrap().to_bytes();
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        (status, v["error"].as_str().unwrap_or("").to_owned())
+    }
+
+    #[tokio::test]
+    async fn a_new_link_beyond_the_limit_is_refused_before_the_service_is_asked() {
+        let (st, cookie, _data) = full();
+        let (status, msg) = link_lb(&st, &cookie, "one-more").await;
+        assert_eq!(status, 409, "{msg}");
+        assert!(
+            msg.contains(&format!("{} links", link::MAX_LINKS_PER_USER)),
+            "{msg}"
+        );
+        // Linking an existing name again goes on to the service (here
+        // unreachable: 502), not refused for the count.
+        let (status, msg) = link_lb(&st, &cookie, "l0").await;
+        assert_eq!(status, 502, "{msg}");
     }
 }

@@ -30,11 +30,13 @@ use super::extract::{Admin, User};
 use crate::import::{Job, Source, Spool};
 use crate::state::AppState;
 
-/// The largest export an administrator may upload: 1 GiB, far above the
-/// largest real ones (a Last.fm export of 500,000 scrobbles is about
-/// 60 MiB, a Spotify history file 10–20 MiB). It goes to disk as it
-/// arrives, never into memory whole.
-pub const MAX_IMPORT_UPLOAD: u64 = 1 << 30;
+/// The largest export an administrator may upload: 64 MiB. The upload
+/// goes to disk as it arrives, but the import task then reads and parses
+/// the export in memory whole (its text and every listen in it, several
+/// times the file's size), so the cap bounds that memory. It holds a
+/// Last.fm export of about 500,000 scrobbles or a Spotify history file
+/// (10–20 MiB); a larger history is split into several files.
+pub const MAX_IMPORT_UPLOAD: u64 = 64 << 20;
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -143,7 +145,14 @@ async fn receive(st: &AppState, mut body: Body, path: &FsPath) -> Result<(), Res
     if body.size_hint().lower() > MAX_IMPORT_UPLOAD {
         return Err(too_large());
     }
-    let mut file = tokio::fs::File::create(path).await.map_err(io_err)?;
+    let mut file = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(crate::import::spool::FILE_MODE)
+        .open(path)
+        .await
+        .map_err(io_err)?;
     let mut total = 0u64;
     loop {
         let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx));
@@ -176,4 +185,66 @@ async fn receive(st: &AppState, mut body: Body, path: &FsPath) -> Result<(), Res
         return Err(err(StatusCode::BAD_REQUEST, "the upload is empty"));
     }
     file.flush().await.map_err(io_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{Accounts, Config, ManualClock};
+    use spindle_store::Db;
+
+    fn state(dir: &FsPath) -> AppState {
+        let (listens, _) = spindle_listens::Listens::open(&dir.join("listens")).unwrap();
+        AppState::new(
+            Arc::new(Db::open(dir.join("lib")).unwrap()),
+            Arc::new(Accounts::open(&dir.join("accounts")).unwrap()),
+            Arc::new(listens),
+            Config::default(),
+            Arc::new(ManualClock::new(1_750_000_000)),
+        )
+    }
+
+    /// A body of `.0` chunks of 1 MiB, its length unknown.
+    struct Chunks(usize);
+
+    impl futures_core::Stream for Chunks {
+        type Item = Result<Vec<u8>, std::io::Error>;
+        fn poll_next(
+            mut self: Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Self::Item>> {
+            if self.0 == 0 {
+                return std::task::Poll::Ready(None);
+            }
+            self.0 -= 1;
+            std::task::Poll::Ready(Some(Ok(vec![b'x'; 1 << 20])))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_upload_over_the_cap_is_refused_with_413() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = state(dir.path());
+        let path = dir.path().join("up.part");
+        // 65 chunks of 1 MiB, streamed with no length: over 64 MiB.
+        let body = Body::from_stream(Chunks(65));
+        let r = receive(&st, body, &path).await.unwrap_err();
+        assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(std::fs::metadata(&path).unwrap().len() <= MAX_IMPORT_UPLOAD);
+    }
+
+    #[tokio::test]
+    async fn an_upload_is_written_readable_by_the_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let st = state(dir.path());
+        let path = dir.path().join("up.part");
+        receive(&st, Body::from("#AUDIOSCROBBLER/1.1\n"), &path)
+            .await
+            .unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
 }

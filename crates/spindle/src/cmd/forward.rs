@@ -43,6 +43,8 @@ pub fn run(cmd: &ForwardCommand, data_dir: &Path) -> anyhow::Result<()> {
             if open_accounts(data_dir)?.roles(user).is_none() {
                 anyhow::bail!("user {user:?} does not exist (see `spindle user list`)");
             }
+            // Refuse a link beyond the limit before the user approves it.
+            link::check_room(&root, user, args.name(*kind))?;
             let cfg = ForwardConfig::from_settings()
                 .context("reading the server settings for [forward]")?;
             let rt = tokio::runtime::Builder::new_current_thread()
