@@ -165,25 +165,14 @@ impl AppState {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::{Accounts, Config, ManualClock};
-    use spindle_store::Db;
 
     const NOW: i64 = 1_750_000_000;
 
     /// A server state over an empty library in `data`, its listens in
     /// `data/l`, at [`NOW`].
     fn state(data: &std::path::Path) -> AppState {
-        let (listens, _) = spindle_listens::Listens::open(&data.join("l")).unwrap();
-        AppState::new(
-            Arc::new(Db::open(data.join("lib")).unwrap()),
-            Arc::new(Accounts::open(&data.join("accounts")).unwrap()),
-            Arc::new(listens),
-            Config::default(),
-            Arc::new(ManualClock::new(NOW)),
-        )
+        AppState::in_dir(data, NOW)
     }
 
     #[test]

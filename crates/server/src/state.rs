@@ -520,3 +520,19 @@ impl SystemClock {
         Clock::now(self)
     }
 }
+
+#[cfg(test)]
+impl AppState {
+    /// A state for unit tests over an empty library, accounts and
+    /// listens in `data` (`lib`, `accounts`, `l`), its clock at `now`.
+    pub(crate) fn in_dir(data: &std::path::Path, now: i64) -> AppState {
+        let (listens, _) = Listens::open(&data.join("l")).unwrap();
+        AppState::new(
+            Arc::new(Db::open(data.join("lib")).unwrap()),
+            Arc::new(Accounts::open(&data.join("accounts")).unwrap()),
+            Arc::new(listens),
+            Config::default(),
+            Arc::new(crate::ManualClock::new(now)),
+        )
+    }
+}

@@ -109,8 +109,6 @@ impl<T: DeserializeOwned> FromRequest<AppState> for SmallJson<T> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use axum::body::Body;
     use axum::http::{Method, Request};
     use axum::routing::any;
@@ -120,7 +118,6 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::{Accounts, Config, ManualClock};
 
     /// A role nobody holds.
     #[derive(Default)]
@@ -144,16 +141,8 @@ mod tests {
     /// session cookie, and the guard of its folder.
     fn state() -> (AppState, String, tempfile::TempDir) {
         let data = tempfile::tempdir().unwrap();
-        let accounts = Accounts::open(&data.path().join("accounts")).unwrap();
-        accounts.add_user_cheaply("ann", "pw");
-        let (listens, _) = spindle_listens::Listens::open(&data.path().join("l")).unwrap();
-        let st = AppState::new(
-            Arc::new(spindle_store::Db::open(data.path().join("lib")).unwrap()),
-            Arc::new(accounts),
-            Arc::new(listens),
-            Config::default(),
-            Arc::new(ManualClock::new(1_750_000_000)),
-        );
+        let st = AppState::in_dir(data.path(), 1_750_000_000);
+        st.accounts.add_user_cheaply("ann", "pw");
         let id = st.sessions.start("ann", st.now(), "test", None);
         (st, format!("{}={id}", super::super::COOKIE), data)
     }

@@ -243,32 +243,20 @@ async fn unlink(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use axum::body::Body;
     use axum::http::Request;
     use http_body_util::BodyExt;
     use tower::ServiceExt;
 
     use super::*;
-    use crate::{Accounts, Config, ManualClock};
 
     /// A forwarding server state with `ann` logged in and
     /// [`link::MAX_LINKS_PER_USER`] links of hers saved: the state, the
     /// session cookie, and the guard of its folder.
     fn full() -> (AppState, String, tempfile::TempDir) {
         let data = tempfile::tempdir().unwrap();
-        let accounts = Accounts::open(&data.path().join("accounts")).unwrap();
-        accounts.add_user_cheaply("ann", "pw");
-        let (listens, _) = spindle_listens::Listens::open(&data.path().join("l")).unwrap();
-        let st = AppState::new(
-            Arc::new(spindle_store::Db::open(data.path().join("lib")).unwrap()),
-            Arc::new(accounts),
-            Arc::new(listens),
-            Config::default(),
-            Arc::new(ManualClock::new(1_750_000_000)),
-        )
-        .with_forwarding(data.path());
+        let st = AppState::in_dir(data.path(), 1_750_000_000).with_forwarding(data.path());
+        st.accounts.add_user_cheaply("ann", "pw");
         let root = st.forward.root().unwrap().to_owned();
         let l = link::Link {
             kind: LinkKind::Listenbrainz,
