@@ -19,7 +19,9 @@
 //! [`ChartKind`]/[`Chart`] (top lists) and [`RecentQuery`]/[`Page`].
 //! [`limits`] holds the largest value each field may have; the store
 //! refuses anything larger before it writes, so the log never holds a
-//! record its reader would take for damage.
+//! record its reader would take for damage. A cluster's primary ships
+//! its log with [`Listens::read_log_range`], and a replica appends the
+//! same bytes with [`Listens::apply_shipped`] (`docs/cluster.md`).
 //!
 //! It is *not* an HTTP API, an account store or the media library: the
 //! server links listens to library entries. It is synchronous; async
@@ -49,6 +51,7 @@ pub mod limits;
 mod log;
 mod model;
 mod normalise;
+mod ship;
 mod store;
 pub mod tail;
 
@@ -62,5 +65,6 @@ pub use index::{Chart, ChartKind, ChartQuery, ChartRow, Loved, Page, RecentQuery
 pub use limits::{check_love_limits, LimitError};
 pub use model::{Event, Listen};
 pub use normalise::normalise;
+pub use ship::{Applied, ApplyError};
 pub use store::{Listens, OpenReport, Options, Submitted, DEFAULT_DEDUPE_WINDOW, LOG_FILE};
 pub use tail::{TailError, TailRead};

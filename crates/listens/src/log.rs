@@ -210,13 +210,44 @@ impl GroupLog {
     /// [`GroupLog::append`], returning the offset in the file where the
     /// first of `records` starts.
     pub(crate) fn append_at(&self, records: &[u8]) -> Result<u64, AppendError> {
+        Ok(self
+            .append_placed(records, None)?
+            .unwrap_or_else(|tail| tail))
+    }
+
+    /// [`GroupLog::append`], but only if `records` would start at offset
+    /// `at` (shipped records, `ship.rs`): `Ok(Err(end))` when the log
+    /// ends elsewhere, at `end` (queued appends included), and nothing
+    /// was written.
+    pub(crate) fn append_if_at(
+        &self,
+        at: u64,
+        records: &[u8],
+    ) -> Result<Result<u64, u64>, AppendError> {
+        self.append_placed(records, Some(at))
+    }
+
+    /// The one append path: with `expect`, refuses (returning the end
+    /// the log has) unless the records would start there.
+    fn append_placed(
+        &self,
+        records: &[u8],
+        expect: Option<u64>,
+    ) -> Result<Result<u64, u64>, AppendError> {
         if records.is_empty() {
-            return Ok(lock(&self.state).tail);
+            let tail = lock(&self.state).tail;
+            return Ok(match expect {
+                Some(at) if at != tail => Err(tail),
+                _ => Ok(tail),
+            });
         }
         check_frames(records)?;
         let mut st = lock(&self.state);
         if let Some(e) = &st.failed {
             return Err(AppendError::Poisoned(e.clone()));
+        }
+        if expect.is_some_and(|at| at != st.tail) {
+            return Ok(Err(st.tail));
         }
         st.pending.extend_from_slice(records);
         st.queued += 1;
@@ -225,7 +256,7 @@ impl GroupLog {
         let mine = st.queued;
         loop {
             if st.durable >= mine {
-                return Ok(at);
+                return Ok(Ok(at));
             }
             if let Some(e) = &st.failed {
                 return Err(AppendError::Io(e.clone()));
@@ -264,6 +295,11 @@ impl GroupLog {
 }
 
 impl GroupLog {
+    /// The version in the file's header (`ship.rs`).
+    pub(crate) fn version(&self) -> u32 {
+        *lock(&self.version)
+    }
+
     /// Where the durable part of the log ends (`tail.rs`).
     pub(crate) fn committed_end(&self) -> u64 {
         self.committed.load(std::sync::atomic::Ordering::SeqCst)

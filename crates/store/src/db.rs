@@ -53,13 +53,13 @@ pub struct Stats {
 /// One process writes (it holds `library.lock`); any number of threads in
 /// it read concurrently. Other processes may open it read-only.
 pub struct Db {
-    dir: PathBuf,
-    lib: RwLock<Library>,
-    log: Option<LogWriter>,
-    generation: AtomicU64,
-    seq: Mutex<u64>,
-    next_id: AtomicU32,
-    poisoned: AtomicBool,
+    pub(crate) dir: PathBuf,
+    pub(crate) lib: RwLock<Library>,
+    pub(crate) log: Option<LogWriter>,
+    pub(crate) generation: AtomicU64,
+    pub(crate) seq: Mutex<u64>,
+    pub(crate) next_id: AtomicU32,
+    pub(crate) poisoned: AtomicBool,
     _lock: Option<File>,
     report: OpenReport,
 }
@@ -71,7 +71,7 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> OpenError + '_ {
     }
 }
 
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
@@ -193,23 +193,44 @@ impl Db {
         }
         let ticket = {
             let mut lib = self.lib.write().unwrap_or_else(|p| p.into_inner());
-            lib.validate(&ops)?;
-            let mut seq = self.seq.lock().unwrap_or_else(|p| p.into_inner());
-            let record = log::encode_record(*seq + 1, &ops).map_err(CommitError::TooLarge)?;
-            *seq += 1;
-            let ticket = log.enqueue(&record).map_err(|e| {
-                self.poisoned.store(true, Ordering::SeqCst);
-                CommitError::Io(std::io::Error::other(e))
-            })?;
-            for op in &ops {
-                if let Op::CreateEntry(id) = op {
-                    self.next_id
-                        .fetch_max(id.saturating_add(1), Ordering::SeqCst);
-                }
-                lib.apply(op);
-            }
-            ticket
+            self.enqueue_locked(log, &mut lib, &ops, 0)?
         };
+        self.wait_durable(log, ticket)
+    }
+
+    /// The part of a commit done under the library's write lock (held by
+    /// the caller, as `lib`): validates `ops`, queues their record,
+    /// numbered after the last one or `at_least` if that is higher, and
+    /// applies them. Returns the ticket to [`Db::wait_durable`] for.
+    pub(crate) fn enqueue_locked(
+        &self,
+        log: &LogWriter,
+        lib: &mut Library,
+        ops: &[Op],
+        at_least: u64,
+    ) -> Result<u64, CommitError> {
+        lib.validate(ops)?;
+        let mut seq = self.seq.lock().unwrap_or_else(|p| p.into_inner());
+        let next = (*seq + 1).max(at_least);
+        let record = log::encode_record(next, ops).map_err(CommitError::TooLarge)?;
+        *seq = next;
+        let ticket = log.enqueue(&record).map_err(|e| {
+            self.poisoned.store(true, Ordering::SeqCst);
+            CommitError::Io(std::io::Error::other(e))
+        })?;
+        for op in ops {
+            if let Op::CreateEntry(id) = op {
+                self.next_id
+                    .fetch_max(id.saturating_add(1), Ordering::SeqCst);
+            }
+            lib.apply(op);
+        }
+        Ok(ticket)
+    }
+
+    /// Waits until the record of `ticket` is durable; a failure poisons
+    /// the `Db`.
+    pub(crate) fn wait_durable(&self, log: &LogWriter, ticket: u64) -> Result<(), CommitError> {
         log.wait(ticket).map_err(|e| {
             self.poisoned.store(true, Ordering::SeqCst);
             CommitError::Io(e)
@@ -252,8 +273,9 @@ impl Db {
             }
         };
         let inner = fresh.into_file();
-        log.replace(inner, log::LOG_HEADER_LEN);
-        self.generation.store(generation, Ordering::SeqCst);
+        log.replace(inner, log::LOG_HEADER_LEN, || {
+            self.generation.store(generation, Ordering::SeqCst)
+        });
         drop(lib);
         Ok(bytes)
     }
@@ -290,25 +312,25 @@ impl LogWriter {
 }
 
 /// The library as the data file and the log describe it.
-struct State {
-    lib: Library,
-    generation: u64,
+pub(crate) struct State {
+    pub(crate) lib: Library,
+    pub(crate) generation: u64,
     /// Sequence number of the last replayed record.
-    seq: u64,
+    pub(crate) seq: u64,
     /// Where the log's good records end, if the log is to be appended to
     /// (`None`: write a fresh log).
-    good_len: Option<u64>,
-    report: OpenReport,
+    pub(crate) good_len: Option<u64>,
+    pub(crate) report: OpenReport,
 }
 
-enum Loaded {
+pub(crate) enum Loaded {
     Ok(Box<State>),
     /// The log is of a newer generation than the data file.
     Raced(OpenError),
 }
 
 /// Read the data file, then replay the log over it.
-fn load(dir: &Path) -> Result<Loaded, OpenError> {
+pub(crate) fn load(dir: &Path) -> Result<Loaded, OpenError> {
     let mut report = OpenReport::default();
     let t0 = std::time::Instant::now();
     let data_path = dir.join(DATA_FILE);

@@ -9,6 +9,9 @@
 //! evaluates `spindle_query` collections over it. [`json`] is the
 //! library's JSON import/export format; [`text`] how rows, stats and
 //! entries print; [`edit`] the one-transaction edits of `spindle db`.
+//! A cluster's primary ships its library with [`Db::read_log_from`] and
+//! [`Db::base`]; a replica takes it with [`Db::apply_shipped`],
+//! [`Db::install_base`] and [`write_base`] (`docs/cluster.md`).
 //!
 //! It is *not* a tag reader, a server or a CLI: those sit above it. It is
 //! synchronous; callers in async code run it on a blocking thread.
@@ -51,6 +54,7 @@ mod op;
 mod perms;
 mod query;
 mod saved;
+mod ship;
 mod snapshot;
 pub mod text;
 
@@ -60,4 +64,7 @@ pub use error::{CommitError, CompactError, OpenError, QueryError};
 pub use model::{Library, ValueRef, PARENT_KEY};
 pub use op::Op;
 pub use query::Rows;
+pub use ship::{
+    write_base, ApplyError, Base, InstallError, LogPosition, LogRead, BASE_ATTEMPTS, LOG_HEADER_LEN,
+};
 pub use spindle_query::Value;

@@ -183,6 +183,27 @@ fn decode_payload(payload: &[u8]) -> Result<(u64, Vec<Op>), FormatError> {
     Ok((seq, ops))
 }
 
+/// One transaction of a log: its sequence number and its ops.
+pub(crate) type Txn = (u64, Vec<Op>);
+
+/// The records of `bytes`, which must be whole, intact records with
+/// ascending sequence numbers and nothing else (shipped log bytes,
+/// `ship.rs`); or the offset into `bytes` of the first that is not, and
+/// why.
+pub(crate) fn read_records(bytes: &[u8]) -> Result<Vec<Txn>, (usize, String)> {
+    let mut out: Vec<Txn> = Vec::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let (seq, ops, end) = read_record(bytes, pos).map_err(|e| (pos, e.0))?;
+        if let Some(&(last, _)) = out.last().filter(|(last, _)| seq <= *last) {
+            return Err((pos, format!("sequence {seq} after {last}")));
+        }
+        out.push((seq, ops));
+        pos = end;
+    }
+    Ok(out)
+}
+
 pub(crate) fn read_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     match File::open(path) {
         Ok(mut f) => {
@@ -306,18 +327,30 @@ impl LogWriter {
         }
     }
 
+    /// Calls `f` with the log file and how many of its bytes are durable
+    /// (whole records, which never change), both of one moment: no
+    /// [`LogWriter::replace`] comes between (`ship.rs` reads them with
+    /// `pread`).
+    pub fn durable<T>(&self, f: impl FnOnce(&File, u64) -> T) -> T {
+        let g = self.lock();
+        f(&g.file, g.bytes)
+    }
+
     /// Make everything queued durable.
     pub fn flush(&self) -> std::io::Result<()> {
         let t = self.lock().next_ticket - 1;
         self.wait(t)
     }
 
-    /// Swap in a new, empty log file (after compaction). Callers hold the
+    /// Swap in a new log file (after compaction). Callers hold the
     /// library lock so nothing is queued meanwhile, and flushed first.
-    pub fn replace(&self, file: File, len: u64) {
+    /// `then` runs before anyone sees the new file (the `Db` notes the
+    /// new generation), so [`LogWriter::durable`] sees both or neither.
+    pub fn replace(&self, file: File, len: u64, then: impl FnOnce()) {
         let mut g = self.lock();
         g.file = file;
         g.bytes = len;
+        then();
     }
 
     pub fn into_inner_file(self) -> File {
