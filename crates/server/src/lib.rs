@@ -43,6 +43,7 @@ mod banner;
 pub mod body;
 pub mod catalog;
 pub mod chart_svg;
+pub mod cluster;
 pub mod corrections;
 pub mod cover;
 mod expiry;
@@ -115,6 +116,11 @@ pub fn router(state: AppState) -> axum::Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::count,
+        ))
+        // In a cluster, writes that reach a replica go to the primary.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cluster::route::layer,
         ))
         .with_state(state);
     // The base path and trusted proxies, before routing.

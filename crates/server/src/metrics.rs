@@ -250,6 +250,8 @@ pub(crate) async fn page(
         );
         // Forwarding to linked services (crate::forward).
         text.push_str(&state.forward.metrics());
+        // The cluster (crate::cluster): role, generation, lag, shipping.
+        state.cluster.metrics(&mut text);
         text
     })
     .await

@@ -54,6 +54,9 @@ pub struct ServerConfig {
     /// (docs/tiers.md): streams then go through the hot folder and the
     /// cold replicas.
     pub tiers: Option<TiersConfig>,
+    /// The `[cluster]` section (docs/cluster.md): this node is a primary
+    /// or a replica of a cluster ([`crate::cluster`]).
+    pub cluster: Option<crate::cluster::ClusterConfig>,
     /// The watcher's full rescan, even without events (`RESCAN_EVERY`).
     pub rescan_every: Duration,
     /// How often the pins are looked at ([`crate::hot::PIN_POLL`]).
@@ -73,6 +76,7 @@ impl ServerConfig {
             engine: ReadEngine::Tokio,
             http: Config::default(),
             tiers: None,
+            cluster: None,
             rescan_every: RESCAN_EVERY,
             pin_poll: crate::hot::PIN_POLL,
             tls: None,
@@ -114,6 +118,8 @@ pub enum OpenError {
     Scan(#[source] spindle_media::ScanError),
     #[error("setting up the music folders")]
     Music(#[source] MusicError),
+    #[error("joining the cluster")]
+    Cluster(#[source] crate::cluster::generation::ClusterError),
     #[error("setting up the storage tiers")]
     Tiers(#[source] spindle_tiers::runtime::TiersError),
     #[error("watching the music folders")]
@@ -175,11 +181,34 @@ impl Server {
             )),
             None => None,
         };
-        let (state, opened, watcher) = tokio::task::spawn_blocking(move || open_blocking(config))
-            .await
-            .map_err(OpenError::Task)??;
+        // A cluster node reads the bucket first: its role decides whether
+        // it scans (a replica's library comes from the primary), and an
+        // empty replica is filled from the newest snapshot.
+        let cluster = match config.cluster.clone() {
+            Some(cfg) => Some(
+                crate::cluster::generation::prepare(&cfg, &data_dir)
+                    .await
+                    .map_err(OpenError::Cluster)?,
+            ),
+            None => None,
+        };
+        let primary = cluster.as_ref().is_none_or(|(_, s)| s.is_primary());
+        let rescan_every = config.rescan_every;
+        let (state, opened, watcher) =
+            tokio::task::spawn_blocking(move || open_blocking(config, primary))
+                .await
+                .map_err(OpenError::Task)??;
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut tasks = Vec::new();
+        if let Some((bucket, start)) = cluster {
+            tasks.push(tokio::spawn(crate::cluster::generation::run(
+                state.clone(),
+                bucket,
+                start,
+                rescan_every,
+                stop.subscribe(),
+            )));
+        }
         if let Some(tiers) = state.tiers().cloned() {
             tiers.start_background();
             let (st, t) = (state.clone(), tiers.clone());
@@ -198,10 +227,13 @@ impl Server {
             state.clone(),
             stop.subscribe(),
         )));
-        tasks.push(tokio::spawn(crate::import::worker::run(
-            state.clone(),
-            stop.subscribe(),
-        )));
+        if primary {
+            // A replica takes no imports: they reach it through the log.
+            tasks.push(tokio::spawn(crate::import::worker::run(
+                state.clone(),
+                stop.subscribe(),
+            )));
+        }
         if let Some(t) = &tls {
             tasks.push(tokio::spawn(crate::tls::reload_on_sighup(
                 t.clone(),
@@ -211,7 +243,7 @@ impl Server {
         Ok(Server {
             state,
             opened,
-            watcher: Some(watcher),
+            watcher,
             stop,
             tasks,
             tls,
@@ -277,13 +309,19 @@ impl Server {
 }
 
 /// The blocking part of [`Server::open`].
-fn open_blocking(config: ServerConfig) -> Result<(AppState, Opened, Watcher), OpenError> {
+/// `primary`: this node writes its own library (scans it and watches
+/// the folders); a cluster replica does not.
+fn open_blocking(
+    config: ServerConfig,
+    primary: bool,
+) -> Result<(AppState, Opened, Option<Watcher>), OpenError> {
     let ServerConfig {
         data_dir,
         music,
         engine,
         http,
         tiers,
+        cluster,
         rescan_every,
         pin_poll: _,
         tls: _,
@@ -307,13 +345,17 @@ fn open_blocking(config: ServerConfig) -> Result<(AppState, Opened, Watcher), Op
     }
     let (roots, demo) = music_folders(music, &data_dir)?;
     let db = Arc::new(db);
-    let scanned = spindle_media::scan(
-        &db,
-        &roots,
-        &ScanOptions::default(),
-        &mut spindle_media::scan::Quiet,
-    )
-    .map_err(OpenError::Scan)?;
+    let scanned = if primary {
+        spindle_media::scan(
+            &db,
+            &roots,
+            &ScanOptions::default(),
+            &mut spindle_media::scan::Quiet,
+        )
+        .map_err(OpenError::Scan)?
+    } else {
+        ScanReport::default()
+    };
     let mut music = Music::new(&roots, &data_dir)
         .map_err(OpenError::Music)?
         .with_catalog_options(crate::catalog::CatalogOptions {
@@ -342,7 +384,15 @@ fn open_blocking(config: ServerConfig) -> Result<(AppState, Opened, Watcher), Op
     .with_cover_cache(&data_dir.join(crate::cover::COVER_CACHE_DIR))
     .with_forwarding(&data_dir)
     .with_import_spool(&data_dir);
-    let watcher = start_watcher(&state, rescan_every)?;
+    let state = match cluster {
+        Some(c) => state.with_cluster(c),
+        None => state,
+    };
+    let watcher = if primary {
+        Some(start_watcher(&state, rescan_every)?)
+    } else {
+        None
+    };
     let opened = Opened {
         warnings,
         demo,
@@ -376,7 +426,10 @@ fn music_folders(
 
 /// Watches the music folders: a change rescans them and tells the
 /// catalog cache.
-fn start_watcher(state: &AppState, rescan_every: Duration) -> Result<Watcher, OpenError> {
+pub(crate) fn start_watcher(
+    state: &AppState,
+    rescan_every: Duration,
+) -> Result<Watcher, OpenError> {
     let music = state.music.clone();
     Watcher::start(
         state.db.clone(),

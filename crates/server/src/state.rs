@@ -251,6 +251,9 @@ pub struct AppState {
     /// The import spool (`DATA_DIR/imports/`, [`crate::import`]); none
     /// until [`AppState::with_import_spool`].
     pub(crate) imports: Option<Arc<crate::import::Spool>>,
+    /// This node's part in a cluster ([`crate::cluster`]; off until
+    /// [`AppState::with_cluster`]).
+    pub cluster: Arc<crate::cluster::Cluster>,
 }
 
 #[derive(Default)]
@@ -321,6 +324,7 @@ impl AppState {
             chat: Arc::default(),
             forward: Arc::new(crate::forward::Forward::off()),
             imports: None,
+            cluster: Arc::new(crate::cluster::Cluster::off()),
         }
     }
 
@@ -329,6 +333,13 @@ impl AppState {
     /// the state is shared.
     pub fn with_forwarding(mut self, data_dir: &std::path::Path) -> Self {
         self.forward = Arc::new(crate::forward::Forward::new(data_dir));
+        self
+    }
+
+    /// A node of the cluster `config` describes ([`crate::cluster`]).
+    /// Call before the state is shared.
+    pub fn with_cluster(mut self, config: crate::cluster::ClusterConfig) -> Self {
+        self.cluster = Arc::new(crate::cluster::Cluster::new(config));
         self
     }
 

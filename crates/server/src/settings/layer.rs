@@ -92,6 +92,10 @@ macro_rules! sections {
             /// [`crate::transcode::TranscodeConfig::parse`].
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub transcode: Option<toml::Table>,
+            /// The cluster (`docs/cluster.md`), read by
+            /// [`crate::cluster::ClusterConfig::parse`].
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub cluster: Option<toml::Table>,
         }
 
         impl Layer {
@@ -116,6 +120,9 @@ macro_rules! sections {
                 }
                 if top.transcode.is_some() {
                     self.transcode = top.transcode;
+                }
+                if top.cluster.is_some() {
+                    self.cluster = top.cluster;
                 }
             }
 

@@ -70,6 +70,8 @@ pub enum SettingsError {
     Tiers(#[from] spindle_tiers::config::ConfigError),
     #[error(transparent)]
     Transcode(#[from] crate::transcode::config::ConfigError),
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::config::ConfigError),
 }
 
 /// Every setting, resolved.
@@ -91,6 +93,8 @@ pub struct Settings {
     /// HTTP settings and limits (base path, proxies included).
     pub http: Config,
     pub tiers: Option<spindle_tiers::TiersConfig>,
+    /// The `[cluster]` section (docs/cluster.md), if any.
+    pub cluster: Option<crate::cluster::ClusterConfig>,
 }
 
 impl Default for Settings {
@@ -105,6 +109,7 @@ impl Default for Settings {
             tls: None,
             http: Config::default(),
             tiers: None,
+            cluster: None,
         }
     }
 }
@@ -119,6 +124,7 @@ pub fn load(
     let mut merged = Layer::default();
     let mut tiers = None;
     let mut transcode = None;
+    let mut cluster = None;
     if let Some(path) = file {
         let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
             path: path.to_owned(),
@@ -127,12 +133,14 @@ pub fn load(
         merged = parse_file(&text, path)?;
         tiers = spindle_tiers::TiersConfig::parse(&text, path)?;
         transcode = Some(crate::transcode::TranscodeConfig::parse(&text, path)?);
+        cluster = crate::cluster::ClusterConfig::parse(&text, path, tiers.as_ref())?;
     }
     merged.overlay(env_layer(env)?);
     merged.overlay(flags);
     let mut s = Settings::resolve(merged)?;
     s.file = file.map(Path::to_owned);
     s.tiers = tiers;
+    s.cluster = cluster;
     if let Some(t) = transcode {
         s.http.transcode = t;
     }
@@ -369,6 +377,7 @@ impl Settings {
             engine: self.engine,
             http: crate::transcode::with_cache_under(self.http.clone(), data_dir),
             tiers: self.tiers.clone(),
+            cluster: self.cluster.clone(),
             tls: self.tls.clone(),
             ..ServerConfig::new(data_dir)
         }

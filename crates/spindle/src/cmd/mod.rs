@@ -87,7 +87,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Restore { dir } => backup::run_restore(&data_dir, dir).map(|()| ExitCode::SUCCESS),
         Command::Listens(cmd) => listens::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
         Command::Tiers(cmd) => tiers::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
-        Command::Cluster(cmd) => cluster::run(cmd).map(|()| ExitCode::SUCCESS),
+        Command::Cluster(cmd) => cluster::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
         Command::Forward(cmd) => forward::run(cmd, &data_dir).map(|()| ExitCode::SUCCESS),
         Command::Scrobble { config, command } => {
             scrobble::run(command, config.as_ref()).map(|()| ExitCode::SUCCESS)

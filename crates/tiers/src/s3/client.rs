@@ -306,13 +306,28 @@ impl S3Client {
     /// ListObjectsV2 under `prefix` (after the device prefix): every
     /// (key, size), following continuation tokens.
     pub async fn list(&self, prefix: &str) -> Result<Vec<(String, u64)>, S3Error> {
+        self.list_after(prefix, None).await
+    }
+
+    /// [`S3Client::list`] of the keys that sort after `start_after` (a
+    /// key under the same device prefix), in key order: S3's
+    /// `start-after`, so a reader of numbered objects lists only the new
+    /// ones.
+    pub async fn list_after(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+    ) -> Result<Vec<(String, u64)>, S3Error> {
         let full = format!("{}{prefix}", self.cfg.prefix);
+        let after = start_after.map(|a| format!("{}{a}", self.cfg.prefix));
         let mut out = Vec::new();
         let mut token: Option<String> = None;
         loop {
             let mut q: Vec<(&str, &str)> = vec![("list-type", "2"), ("prefix", &full)];
             if let Some(t) = &token {
                 q.push(("continuation-token", t));
+            } else if let Some(a) = &after {
+                q.push(("start-after", a));
             }
             let (r, _) = self.send(Method::GET, None, &q, &[], None).await?;
             if !r.status().is_success() {
