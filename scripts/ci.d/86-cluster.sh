@@ -1,0 +1,39 @@
+# Cluster (docs/cluster.md): the loopback test of tests/cluster/. A
+# three-node Garage cluster (scripts/garage-cluster.sh), a primary and two
+# replicas started from empty data dirs, nginx (Debian's) in front:
+# scrobbles through any node (ListenBrainz, Subsonic, Last.fm 2.0 with
+# pylast) read on every node; a stream through nginx resumed with Range
+# after the replica serving it is SIGKILLed; the primary SIGKILLed under
+# scrobble load, a replica promoted with `spindle cluster promote`, every
+# acknowledged scrobble present once. It prints the failover counts.
+#
+# Garage is looked up as scripts/ci.d/85-tiers.sh does (and that stage
+# exports GARAGE_BIN when it ran first): on PATH or in cargo's bin folder,
+# built there by `cargo install` only when missing, so never twice.
+apt_install nginx sox python3-venv
+if [[ -z "${GARAGE_BIN:-}" || ! -x "${GARAGE_BIN:-}" ]]; then
+    GARAGE_BIN=$(command -v garage || true)
+    if [[ -z "$GARAGE_BIN" ]]; then
+        GARAGE_BIN="${CARGO_HOME:-$HOME/.cargo}/bin/garage"
+        if [[ ! -x "$GARAGE_BIN" ]]; then
+            echo "== building garage (cargo install garage --locked; about 16 minutes)"
+            cargo install garage --locked --quiet
+        fi
+    fi
+fi
+export GARAGE_BIN
+[[ -x "$ROOT/.venv/bin/pip" ]] || python3 -m venv "$ROOT/.venv"
+missing=()
+for pkg in pytest requests pylast; do
+    "$ROOT/.venv/bin/pip" show -q "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+    echo "== installing into .venv: ${missing[*]}"
+    "$ROOT/.venv/bin/pip" install -q "${missing[@]}"
+fi
+cargo build --release --locked -p spindle
+# The whole test takes about a minute; the timeouts bound a hang (each
+# wait inside the test is bounded too).
+SPINDLE_CLUSTER_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
+    timeout --kill-after=20 300 "$ROOT/.venv/bin/python" -m pytest -q -s \
+    -p no:cacheprovider "$ROOT/tests/cluster/test_cluster.py"
