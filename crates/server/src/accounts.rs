@@ -718,6 +718,19 @@ impl Accounts {
             .is_ok()
     }
 
+    /// Whether this node's `secret.key` opens the sealed passwords (a
+    /// cluster replica's key must be the primary's): `None` while no user
+    /// has one.
+    pub fn key_opens_sealed(&self) -> Option<bool> {
+        let name = self.lookup(|d| {
+            d.users
+                .iter()
+                .find(|(_, u)| !u.password_sealed.is_empty())
+                .map(|(n, _)| n.clone())
+        })?;
+        Some(self.password(&name).is_some())
+    }
+
     /// The stored password, unsealed (for token schemes that hash it with
     /// something the client chose).
     pub fn password(&self, name: &str) -> Option<String> {
@@ -1053,5 +1066,25 @@ mod tests {
         assert_eq!(names, ["ann", "cy"]);
         a.delete_user("cy").unwrap();
         assert!(a.session(&sk).is_none(), "a deleted user's sessions end");
+    }
+
+    #[test]
+    fn only_the_key_that_sealed_the_passwords_opens_them() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let primary = Accounts::open(a.path()).unwrap();
+        assert_eq!(primary.key_opens_sealed(), None, "no user yet");
+        primary.add_user_cheaply("ann", "pw");
+        assert_eq!(primary.key_opens_sealed(), Some(true));
+        // A replica given the shipped document but a key of its own.
+        std::fs::copy(a.path().join(ACCOUNTS_FILE), b.path().join(ACCOUNTS_FILE)).unwrap();
+        assert_eq!(
+            Accounts::open(b.path()).unwrap().key_opens_sealed(),
+            Some(false)
+        );
+        std::fs::copy(a.path().join(KEY_FILE), b.path().join(KEY_FILE)).unwrap();
+        assert_eq!(
+            Accounts::open(b.path()).unwrap().key_opens_sealed(),
+            Some(true)
+        );
     }
 }

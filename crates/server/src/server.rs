@@ -198,6 +198,15 @@ impl Server {
             tokio::task::spawn_blocking(move || open_blocking(config, primary))
                 .await
                 .map_err(OpenError::Task)??;
+        if cluster.is_some() && state.accounts.key_opens_sealed() == Some(false) {
+            return Err(OpenError::Cluster(
+                crate::cluster::generation::ClusterError::Refused(format!(
+                    "{} does not open the shipped accounts: copy the primary's DATA_DIR/accounts/{} here (it is never shipped)",
+                    data_dir.join("accounts").join(crate::accounts::KEY_FILE).display(),
+                    crate::accounts::KEY_FILE
+                )),
+            ));
+        }
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut tasks = Vec::new();
         if let Some((bucket, start)) = cluster {
