@@ -22,10 +22,14 @@ use crate::worker::BatchWorker;
 
 pub(crate) const SOURCE: &str = "server";
 
-/// A listen that starts counting (`plays` 1) or stops (−1).
+/// A listen that starts counting (`plays` 1) or stops (−1), and the
+/// library entry it is of when the client named it (Subsonic's `id`, the
+/// web player's song): that entry counts it even when its tags do not
+/// match (a file without tags is shown under names from its path).
 pub(crate) struct Play {
     listen: Listen,
     plays: i64,
+    entry: Option<u32>,
 }
 
 /// The library linker: a thread over batches of accepted listens (and of
@@ -38,7 +42,25 @@ impl Linker {
         self.0.send(
             fresh
                 .into_iter()
-                .map(|listen| Play { listen, plays: 1 })
+                .map(|listen| Play {
+                    listen,
+                    plays: 1,
+                    entry: None,
+                })
+                .collect(),
+        );
+    }
+
+    /// Queues accepted listens of library entries the client named.
+    pub(crate) fn send_songs(&self, fresh: Vec<(Listen, Option<u32>)>) {
+        self.0.send(
+            fresh
+                .into_iter()
+                .map(|(listen, entry)| Play {
+                    listen,
+                    plays: 1,
+                    entry,
+                })
                 .collect(),
         );
     }
@@ -49,10 +71,12 @@ impl Linker {
         let less = c.removed.iter().map(|l| Play {
             listen: l.clone(),
             plays: -1,
+            entry: None,
         });
         let more = c.added.iter().map(|l| Play {
             listen: l.clone(),
             plays: 1,
+            entry: None,
         });
         self.0.send(less.chain(more).collect());
     }
@@ -118,14 +142,22 @@ fn link(db: &Db, batch: &[Play]) -> Result<(), spindle_store::CommitError> {
         // gathers every listen sent while the last one was linked, and
         // imports and repeat plays name the same tracks many times.
         let mut found: HashMap<(&str, &str, &str, &str), Option<u32>> = HashMap::new();
-        for Play { listen: l, plays } in batch {
+        for Play {
+            listen: l,
+            plays,
+            entry,
+        } in batch
+        {
             let key = (
                 l.mbid.as_str(),
                 l.artist.as_str(),
                 l.title.as_str(),
                 l.album.as_str(),
             );
-            let id = *found.entry(key).or_insert_with(|| find_entry(&lib, l));
+            let id = match entry.filter(|&e| lib.contains(e)) {
+                Some(e) => Some(e),
+                None => *found.entry(key).or_insert_with(|| find_entry(&lib, l)),
+            };
             if let Some(id) = id {
                 let e = bumps.entry(id).or_insert((0, i64::MIN));
                 e.0 += plays;

@@ -86,6 +86,18 @@ pub fn check(state: &AppState, l: &Listen, timed: bool) -> Result<(), Ignored> {
 /// The listens move to a blocking thread and on to the library linker:
 /// nothing is copied.
 pub async fn store(state: &AppState, listens: Vec<Listen>) -> Result<Vec<Submitted>, AppendError> {
+    let songs = listens.into_iter().map(|l| (l, None)).collect();
+    store_songs(state, songs).await
+}
+
+/// [`store`] of listens of library entries the client named (Subsonic's
+/// `scrobble`, the web player): those entries' play counts rise even
+/// when their tags do not match the listen's names.
+pub async fn store_songs(
+    state: &AppState,
+    songs: Vec<(Listen, Option<u32>)>,
+) -> Result<Vec<Submitted>, AppendError> {
+    let (listens, entries): (Vec<Listen>, Vec<Option<u32>>) = songs.into_iter().unzip();
     if listens.is_empty() {
         return Ok(Vec::new());
     }
@@ -102,17 +114,18 @@ pub async fn store(state: &AppState, listens: Vec<Listen>) -> Result<Vec<Submitt
     let out = res?;
     // The feeders of linked services read what is now durable.
     state.forward.wake();
-    let fresh: Vec<Listen> = listens
+    let fresh: Vec<(Listen, Option<u32>)> = listens
         .into_iter()
+        .zip(entries)
         .zip(&out)
         .filter(|(_, s)| **s == Submitted::Accepted)
-        .map(|(l, _)| l)
+        .map(|(le, _)| le)
         .collect();
-    state.clear_now_playing_of(&fresh);
+    state.clear_now_playing_of(fresh.iter().map(|(l, _)| l));
     if let Some(feed) = &state.feed {
-        feed.send(fresh.clone());
+        feed.send(fresh.iter().map(|(l, _)| l.clone()).collect());
     }
-    state.linker.send(fresh);
+    state.linker.send_songs(fresh);
     Ok(out)
 }
 

@@ -510,7 +510,7 @@ impl AppState {
 
     /// A scrobble ends the now-playing of the same track (one lock for a
     /// batch).
-    pub(crate) fn clear_now_playing_of(&self, listens: &[Listen]) {
+    pub(crate) fn clear_now_playing_of<'a>(&self, listens: impl IntoIterator<Item = &'a Listen>) {
         let mut np = lock(&self.live.now_playing);
         if np.is_empty() {
             return;

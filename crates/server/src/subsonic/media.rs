@@ -170,13 +170,43 @@ pub(crate) async fn scrobble(mut c: Ctx) -> Answer {
         }
         return Ok(super::response::ok(None, &fmt));
     }
-    let ok: Vec<Listen> = listens
+    let ok: Vec<(Listen, Option<u32>)> = listens
         .into_iter()
-        .map(|(_, l)| l)
-        .filter(|l| scrobble::check(&c.state, l, true).is_ok())
+        .filter(|(_, l)| scrobble::check(&c.state, l, true).is_ok())
+        .map(|(song, l)| (l, Some(song)))
         .collect();
-    scrobble::store(&c.state, ok)
+    scrobble::store_songs(&c.state, ok)
         .await
         .map_err(|e| Fail(0, format!("Could not record the listen: {e}")))?;
     Ok(super::response::ok(None, &fmt))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::Kit;
+    use spindle_store::Op;
+
+    #[tokio::test]
+    async fn a_scrobbled_song_counts_even_when_its_tags_do_not_name_it() {
+        let k = Kit::new();
+        let song = k.songs[0].clone();
+        let id: u32 = song.parse().unwrap();
+        // A file whose tags name no artist is shown under a name from its
+        // path, which matches no tag of the library.
+        k.state
+            .db
+            .commit(vec![Op::DelKey {
+                entry: id,
+                key: "artist".into(),
+                source: None,
+            }])
+            .unwrap();
+        k.state.music.library_changed();
+        let t = (k.now() * 1000).to_string();
+        k.ok("ann", "scrobble", &[("id", &song), ("time", &t)])
+            .await;
+        k.state.flush_library_links();
+        let r = k.ok("ann", "getSong", &[("id", &song)]).await;
+        assert_eq!(r["song"]["playCount"], 1, "{r}");
+    }
 }

@@ -105,7 +105,7 @@ pub(super) async fn playing(
     if let Err(why) = crate::scrobble::check(&st, &listen, true) {
         return err(StatusCode::BAD_REQUEST, why.message());
     }
-    match crate::scrobble::store(&st, vec![listen]).await {
+    match crate::scrobble::store_songs(&st, vec![(listen, Some(p.id))]).await {
         Ok(out) => {
             Json(json!({ "accepted": out.first() == Some(&spindle_listens::Submitted::Accepted) }))
                 .into_response()
