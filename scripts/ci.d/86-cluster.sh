@@ -5,7 +5,9 @@
 # pylast) read on every node; a stream through nginx resumed with Range
 # after the replica serving it is SIGKILLed; the primary SIGKILLed under
 # scrobble load, a replica promoted with `spindle cluster promote`, every
-# acknowledged scrobble present once. It prints the failover counts.
+# acknowledged scrobble present once; the deposed primary rejoins as a
+# replica (what it never shipped set aside); the primary restarted after
+# a compaction still ships its library. It prints the failover counts.
 #
 # Garage is looked up as scripts/ci.d/85-tiers.sh does (and that stage
 # exports GARAGE_BIN when it ran first): on PATH or in cargo's bin folder,

@@ -427,3 +427,53 @@ def children(pid):
         if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
             out.append(int(p.name))
     return out
+
+
+# ---- for rejoin and compaction (the last tests of test_cluster.py) ---------
+
+def unshipped_listens(data_dir):
+    """What `spindle cluster rejoin` set aside in DATA_DIR/cluster/unshipped/:
+    {file name: [parsed JSON line, …]} (ListenBrainz JSON lines, one file
+    per user)."""
+    d = Path(data_dir) / "cluster" / "unshipped"
+    if not d.is_dir():
+        return {}
+    return {f.name: [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+            for f in sorted(d.glob("*.jsonl"))}
+
+
+def play_count(base, song_id):
+    """Subsonic getSong's playCount of SONG_ID on the node at BASE (0 when
+    the song was never played: the field may be absent)."""
+    return subsonic(base, "getSong", id=song_id)["song"].get("playCount", 0)
+
+
+def wait_until(check, secs, what, logs=None):
+    """Calls CHECK (which returns (done, seen)) every 0.2 s until done, at
+    most SECS; returns the seconds it took, or fails with WHAT, the last
+    thing seen and LOGS() (the nodes' log tails, read at the failure)."""
+    t0 = time.time()
+    while True:
+        try:
+            done, seen = check()
+        except (requests.RequestException, AssertionError, ValueError, KeyError) as e:
+            done, seen = False, repr(e)
+        if done:
+            return time.time() - t0
+        if time.time() - t0 >= secs:
+            raise AssertionError(f"{what}: not within {secs}s; last seen: {seen}\n"
+                                 + (logs() if logs else ""))
+        time.sleep(0.2)
+
+
+def make_tagged_track(path, hz, artist, title, album):
+    """A 4 s FLAC tone with artist, title and album tags (Vorbis comments
+    written by sox): the library linker counts a play of it (it matches
+    listens by artist and title; make_music's WAVs have no tags)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16",
+                    "--comment", f"ARTIST={artist}", "--add-comment", f"TITLE={title}",
+                    "--add-comment", f"ALBUM={album}", str(path),
+                    "synth", "4", "sine", str(hz)], check=True, timeout=60)
+    return path

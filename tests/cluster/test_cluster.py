@@ -16,6 +16,13 @@ in front with the upstream settings of docs/cluster.md.
 - Under scrobble load (to the primary and through both replicas) the
   primary is SIGKILLed, `spindle cluster promote` makes `b` primary, and
   every acknowledged scrobble is on `b` exactly once; `c` follows `b`.
+- The deposed `a` runs `spindle cluster rejoin`: what it committed after
+  the cut (none of it acknowledged) is set aside as many lines as it says;
+  started again with its old settings it follows `b` as a replica, holds
+  b's listens, and forwards a scrobble to `b`.
+- `b` stopped, compacted (`spindle db compact`) and restarted stays
+  primary and ships its new library base: a Subsonic scrobble through `c`
+  raises the song's playCount on every node; no node reports an error.
 
 Runs only with SPINDLE_CLUSTER_TESTS=1 (scripts/ci.d/86-cluster.sh);
 SPINDLE_BIN names the binary (default target/release/spindle);
@@ -38,7 +45,8 @@ import requests
 
 from harness import (LONG, PASSWORD, USER, Garage, Nginx, Node, SmallBuffer, cli,
                      lastfm_network, lb_all_listens, lb_submit, metric, metrics, make_music,
-                     subsonic, subsonic_auth)
+                     make_tagged_track, play_count, subsonic, subsonic_auth, unshipped_listens,
+                     wait_until)
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("SPINDLE_CLUSTER_TESTS") != "1",
@@ -368,6 +376,8 @@ def test_failover_loses_no_acknowledged_scrobble_and_doubles_none(ctx):
     for t in threads:
         t.join(timeout=30)
     assert not any(t.is_alive() for t in threads), "a load thread hangs"
+    # For the rejoin test: which of a's listens after the cut were acknowledged.
+    s.load_sent, s.load_acked = list(sent), list(acked)
     acked_before_kill = len(acked)
     assert acked_before_kill > 0, f"no scrobble was acknowledged before the kill: {errors}\n{s.logs()}"
 
@@ -437,3 +447,158 @@ def test_failover_loses_no_acknowledged_scrobble_and_doubles_none(ctx):
     r = lb_submit(s.nginx.url, s.token, [(ts, "Via", "nginx after the promotion")])
     assert r.ok, f"submit via nginx after the promotion: {r.status_code} {r.text[:300]}\n{s.logs()}"
     wait_for_listens(s, [s.b, s.c], {ts}, "a scrobble through nginx after the promotion")
+
+
+def test_deposed_primary_rejoins_as_a_replica(ctx):
+    s = ctx
+    assert not s.a.alive(), "a, killed by the failover test, should still be down"
+    gen = s.b.status()["generation"]
+    out = s.a.cluster("rejoin", timeout=60)
+    print(f"\n{out.stdout.strip()}")
+    m = re.search(r"^rejoined: (\d+) listens committed after the cut are in (.+?) \(import.*"
+                  r"the old files are in (.+?); the next `spindle serve` starts from the newest "
+                  r"snapshot as a replica of generation (\d+)$", out.stdout, re.M)
+    assert m, f"`cluster rejoin` on a printed no `rejoined:` line:\n{out.stdout}\n{out.stderr}"
+    n, unshipped_dir, old_dir, rejoin_gen = int(m[1]), Path(m[2]), Path(m[3]), int(m[4])
+    assert rejoin_gen == gen, f"rejoin names generation {rejoin_gen}, the bucket's is {gen}"
+    assert unshipped_dir == s.a.data_dir / "cluster" / "unshipped", unshipped_dir
+    assert (old_dir / "listens").is_dir(), f"a's listens were not moved to {old_dir}"
+
+    # The set-aside listens: exactly N lines, each a listen of the load
+    # that a committed after the cut, none acknowledged to a client, none
+    # on b.
+    files = unshipped_listens(s.a.data_dir)
+    lines = [x for v in files.values() for x in v]
+    assert len(lines) == n, (f"rejoin said {n} listens, {unshipped_dir} holds {len(lines)} "
+                             f"lines: {files}")
+    assert all(name.startswith(f"{USER}-") for name in files), sorted(files)
+    sent = {(ts, title) for ts, _, title in s.load_sent}
+    acked = {(ts, title) for ts, _, title in s.load_acked}
+    on_b = {(ts, title) for ts, _, title in lb_all_listens(s.b.url, s.token)}
+    for x in lines:
+        key = (x["listened_at"], x["track_metadata"]["track_name"])
+        assert key in sent, f"an unshipped listen the load never sent: {x}"
+        assert key not in acked, f"an acknowledged listen was not shipped before the cut: {x}"
+        assert key not in on_b, f"an unshipped listen is on b (so it was before the cut): {x}"
+    print(f"unshipped: {n} listens in {sorted(files)}")
+
+    # Its settings still say primary, but generation {gen} names b: a
+    # starts as a replica from the newest snapshot.
+    s.a.role = "replica"
+    s.a.start()
+
+    def a_is_a_replica():
+        st = s.b.status()
+        mine = [x for x in st["nodes"] if x["node"] == "a"]
+        ok = (st["primary"]["node"] == "b" and len(mine) == 1
+              and mine[0]["role"] == "replica" and mine[0]["generation"] == st["generation"]
+              and mine[0]["updated_age_secs"] < 10 and not mine[0].get("error"))
+        return ok, st
+
+    wait_until(a_is_a_replica, 15, "cluster status --json listing a as a replica of b's "
+               "generation", s.logs)
+
+    def same_listens():
+        on_a = sorted(lb_all_listens(s.a.url, s.token))
+        on_b = sorted(lb_all_listens(s.b.url, s.token))
+        return on_a == on_b, f"a {len(on_a)}, b {len(on_b)} listens of {USER}"
+
+    wait_until(same_listens, READ_EVERYWHERE_SECS, "a holding every listen b holds", s.logs)
+    print(f"after rejoin: {same_listens()[1]}")
+
+    # A scrobble through a goes to the primary b and is read everywhere.
+    ts = s.ts()
+    r = lb_submit(s.a.url, s.token, [(ts, "Via", "through a after its rejoin")])
+    assert r.ok, (f"submit through a after its rejoin: {r.status_code} "
+                  f"node={r.headers.get('X-Spindle-Node')} {r.text[:300]}\n{s.logs()}")
+    assert r.headers.get("X-Spindle-Node") == "a", r.headers
+    # Only a primary stamps a write with its shipping round: a forwarded it.
+    assert r.headers.get("X-Spindle-Round"), f"no X-Spindle-Round: not forwarded? {r.headers}"
+    wait_for_listens(s, s.nodes, {ts}, "a scrobble through a after its rejoin")
+
+
+def test_primary_restarted_after_compaction_still_ships_the_library(ctx):
+    s = ctx
+    gen = s.b.status()["generation"]
+    s.b.stop()
+    assert s.b.proc.returncode == 0, (
+        f"b exited {s.b.proc.returncode} on SIGTERM\n{s.b.log_tail()}")
+    out = cli(s.b.data_dir, "db", "compact").stdout
+    print(f"\n{out.strip()}")
+    m = re.search(r"^compacted: data file (\d+) → (\d+) bytes, log (\d+) bytes → empty$",
+                  out, re.M)
+    assert m, f"`db compact` on b printed:\n{out}"
+    # A tagged track (the linker matches listens by artist and title; the
+    # tones have no tags), found by b's scan at its start: a library
+    # change after the compaction.
+    make_tagged_track(Path(s.b.music) / "Tagged" / "01 after compaction.flac", 550,
+                      "Cluster", "After compaction", "Compacted")
+    s.b.start()
+
+    def b_is_primary():
+        st = s.b.status()
+        return (st["primary"]["node"] == "b" and st["generation"] == gen
+                and (st["primary"].get("heartbeat_age_secs") or 99) < 3), st
+
+    wait_until(b_is_primary, 15, f"b primary of generation {gen} again after its restart",
+               s.logs)
+    songs = subsonic(s.b.url, "search3", query="After compaction",
+                     songCount=10)["searchResult3"].get("song", [])
+    assert [x["title"] for x in songs] == ["After compaction"], (
+        f"b's scan at its start: expected the tagged track, search3 found {songs}\n{s.b.log_tail()}")
+    song = songs[0]["id"]
+
+    def replicas_have_it():
+        seen = {}
+        for n in (s.a, s.c):
+            r = requests.get(f"{n.url}/rest/getSong", params={**subsonic_auth(), "id": song},
+                             timeout=10)
+            seen[n.name] = r.json()["subsonic-response"].get("song", {}).get("title")
+        return all(v == "After compaction" for v in seen.values()), seen
+
+    wait_until(replicas_have_it, READ_EVERYWHERE_SECS,
+               f"the track b added after its compaction (id {song}) on a and c", s.logs)
+    before = play_count(s.b.url, song)
+
+    # A Subsonic scrobble of the song through c: forwarded to b, whose
+    # linker raises the song's timesplayed in the (new-generation) library log.
+    ts = s.ts()
+    params = {**subsonic_auth(), "id": song, "time": ts * 1000, "submission": "true"}
+    deadline = time.time() + 15
+    while True:
+        r = requests.get(f"{s.c.url}/rest/scrobble", params=params, timeout=30)
+        if r.status_code != 503:
+            break
+        assert time.time() < deadline, f"scrobble through c: 503 for 15 s\n{s.logs()}"
+        time.sleep(0.5)
+    body = r.json().get("subsonic-response", {}) if r.ok else {}
+    assert r.ok and body.get("status") == "ok", (
+        f"scrobble of {song} through c: {r.status_code} {r.text[:300]}\n{s.logs()}")
+
+    counts = {}
+
+    def b_counted():
+        counts["b"] = play_count(s.b.url, song)
+        return counts["b"] == before + 1, f"b playCount {counts['b']}, before {before}"
+
+    wait_until(b_counted, READ_EVERYWHERE_SECS, "b's playCount rising by the scrobble", s.logs)
+    took = {}
+    for n in (s.a, s.c):
+        def same(n=n):
+            counts[n.name] = play_count(n.url, song)
+            return counts[n.name] == counts["b"], f"{n.name} {counts[n.name]}, b {counts['b']}"
+        took[n.name] = wait_until(same, READ_EVERYWHERE_SECS,
+                                  f"{n.name}'s playCount of {song} equal to b's", s.logs)
+    print(f"playCount of {song}: {counts}; equal on a after {took['a']:.2f}s, "
+          f"on c after {took['c']:.2f}s")
+
+    def no_errors():
+        st = s.b.status()
+        nodes = {x["node"]: x for x in st["nodes"]}
+        ok = (set(nodes) == {"a", "b", "c"}
+              and all(not x.get("error") and x["generation"] == gen
+                      and x["updated_age_secs"] < 10 for x in nodes.values()))
+        return ok, st
+
+    wait_until(no_errors, 10, "every node in generation, recent and without an error in "
+               "`cluster status --json`", s.logs)
