@@ -315,6 +315,8 @@ async fn promote_self(r: &mut Replica, mut next: Generation) -> Result<Shipper, 
     r.state
         .cluster
         .set_role(Role::Primary, next.generation, url);
+    // Manifests count again from the new generation's first.
+    r.state.cluster.set_seq(0);
     tracing::info!(
         "cluster: promoted to primary of generation {}; generation {old} ends at manifest {}",
         next.generation,

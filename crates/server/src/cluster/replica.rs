@@ -163,7 +163,7 @@ pub async fn bootstrap(bucket: &Bucket, data_dir: &Path) -> Result<LocalState, R
     };
     state.save(data_dir)?;
     tracing::info!(
-        "cluster: started from the snapshot of generation {} at manifest {} ({} listens-log bytes)",
+        "cluster: started from the snapshot of generation {} at manifest {} (the listens log to byte {})",
         snap.generation,
         snap.seq,
         snap.positions.listens

@@ -131,6 +131,12 @@ impl fmt::Display for StatusReport {
             if n.updated_age_secs > STALE_SECS {
                 note.push_str("stale (down or cut off from the bucket)");
             }
+            if n.generation < self.generation {
+                if !note.is_empty() {
+                    note.push_str("; ");
+                }
+                note.push_str("of an older generation (deposed or not caught up)");
+            }
             if let Some(e) = &n.error {
                 if !note.is_empty() {
                     note.push_str("; ");
