@@ -104,6 +104,20 @@ impl Reader {
         self.pool.as_ref().map_or("tokio", |p| p.kind().name())
     }
 
+    /// A body of `count` bytes of `file` from `start` read through the IO
+    /// engine (cached ranges by `sendfile`), one of this reader's streams;
+    /// `None` with tokio's reads. `file` is read at offsets only: it may
+    /// be shared (the tiers' local copies, [`crate::tiered`]).
+    pub(crate) fn file_body(
+        &self,
+        file: std::sync::Arc<std::fs::File>,
+        start: u64,
+        count: u64,
+    ) -> Option<pool::FileBody> {
+        let pool = self.pool.as_ref()?;
+        Some(pool::FileBody::new(pool, &self.streams, file, start, count))
+    }
+
     /// The file at `path` (absolute under `root`, or relative to it),
     /// opened through `root`'s checked open, from a small cache of open
     /// files (like nginx's `open_file_cache`): a stream of a popular track

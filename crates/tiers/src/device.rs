@@ -133,6 +133,14 @@ pub struct Opened {
     pub reader: Reader,
 }
 
+impl Opened {
+    /// The file this copy reads, when it is a plain local file (see
+    /// [`Reader::local_file`]).
+    pub fn local_file(&self) -> Option<Arc<std::fs::File>> {
+        self.reader.local_file()
+    }
+}
+
 impl std::fmt::Debug for Opened {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Opened")
@@ -145,6 +153,15 @@ impl std::fmt::Debug for Opened {
 pub enum Reader {
     File {
         file: tokio::fs::File,
+        left: u64,
+    },
+    /// A file of a local folder, as its checked open gave it, read at an
+    /// offset of its own (`pread`): the descriptor's position is never
+    /// used, so others may send from the same descriptor
+    /// ([`Reader::local_file`]).
+    Local {
+        file: Arc<std::fs::File>,
+        offset: u64,
         left: u64,
     },
     Http {
@@ -166,6 +183,17 @@ pub enum Reader {
 }
 
 impl Reader {
+    /// The file a [`Reader::Local`] reads: a copy that can be sent by
+    /// other means (the server's `sendfile`) from its offset on. `None`
+    /// for anything else, fault-injecting wrappers included, whose
+    /// failures must go through their reader.
+    pub fn local_file(&self) -> Option<Arc<std::fs::File>> {
+        match self {
+            Reader::Local { file, .. } => Some(file.clone()),
+            _ => None,
+        }
+    }
+
     /// The next chunk, `None` at the end.
     pub fn next_chunk(&mut self) -> BoxFuture<'_, std::io::Result<Option<Bytes>>> {
         Box::pin(async move {
@@ -185,6 +213,25 @@ impl Reader {
                     }
                     buf.truncate(n);
                     *left -= n as u64;
+                    Ok(Some(Bytes::from(buf)))
+                }
+                Reader::Local { file, offset, left } => {
+                    if *left == 0 {
+                        return Ok(None);
+                    }
+                    let want = (*left).min(CHUNK as u64) as usize;
+                    let (f, at) = (file.clone(), *offset);
+                    let buf = tokio::task::spawn_blocking(move || read_at(&f, want, at))
+                        .await
+                        .map_err(std::io::Error::other)??;
+                    if buf.is_empty() {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            "the file is shorter than it was",
+                        ));
+                    }
+                    *offset += buf.len() as u64;
+                    *left -= buf.len() as u64;
                     Ok(Some(Bytes::from(buf)))
                 }
                 Reader::Http {
@@ -220,6 +267,20 @@ impl Reader {
             }
         })
     }
+}
+
+/// Up to `want` bytes of `file` from `offset` (blocking; fewer at its end).
+fn read_at(file: &std::fs::File, want: usize, offset: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; want];
+    let n = loop {
+        match file.read_at(&mut buf, offset) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => break r?,
+        }
+    };
+    buf.truncate(n);
+    Ok(buf)
 }
 
 /// A device's storage back end.
@@ -336,7 +397,9 @@ impl Backend for Folder {
     }
 
     /// One blocking hop: the checked open (and, the first time, the
-    /// folder's [`MusicRoot`]), its `fstat` and the seek.
+    /// folder's [`MusicRoot`]) and its `fstat`. The copy is a
+    /// [`Reader::Local`]: the server may send the very descriptor the
+    /// check gave by `sendfile` ([`Opened::local_file`]).
     fn open<'a>(&'a self, key: &'a str, offset: u64) -> BoxFuture<'a, Result<Opened, DeviceError>> {
         Box::pin(async move {
             self.path_of(key)?;
@@ -348,8 +411,8 @@ impl Backend for Folder {
                     Some(b) => b,
                     None => MusicRoot::new(&root)?,
                 };
-                let (file, len) = open_at(&beneath, &rel, offset)?;
-                Ok((file, len, beneath))
+                let (file, meta) = beneath.open(&rel)?;
+                Ok((file, meta.len(), beneath))
             })
             .await
             .map_err(|e| self.io(key, std::io::Error::other(e)))?
@@ -357,8 +420,9 @@ impl Backend for Folder {
             let _ = self.beneath.set(beneath);
             Ok(Opened {
                 len,
-                reader: Reader::File {
-                    file: tokio::fs::File::from_std(file),
+                reader: Reader::Local {
+                    file: Arc::new(file),
+                    offset,
                     left: len.saturating_sub(offset),
                 },
             })
@@ -447,26 +511,6 @@ impl Backend for Folder {
             }
         })
     }
-}
-
-/// Opens `rel` under `beneath`, positioned at `offset` (blocking): the file
-/// and its length.
-fn open_at(
-    beneath: &MusicRoot,
-    rel: &Path,
-    offset: u64,
-) -> Result<(std::fs::File, u64), OpenRefused> {
-    use std::io::Seek;
-    let (mut file, meta) = beneath.open(rel)?;
-    let len = meta.len();
-    if offset > 0 {
-        file.seek(std::io::SeekFrom::Start(offset.min(len)))
-            .map_err(|source| OpenRefused::Io {
-                path: beneath.path().join(rel),
-                source,
-            })?;
-    }
-    Ok((file, len))
 }
 
 /// An S3 bucket.
@@ -754,6 +798,54 @@ mod tests {
             ro.put("z", &src).await,
             Err(DeviceError::ReadOnly { .. })
         ));
+    }
+
+    #[tokio::test]
+    async fn a_folder_copy_hands_out_the_file_it_opened_and_a_faulty_one_does_not() {
+        use std::io::Seek;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("dev/a")).unwrap();
+        let data: Vec<u8> = (0..150_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(d.path().join("dev/a/t.bin"), &data).unwrap();
+        let f = Arc::new(Folder::new("f", d.path().join("dev"), false));
+        let mut o = f.open("a/t.bin", 10_000).await.unwrap();
+        let file = o.local_file().unwrap();
+        // The copy reads at offsets of its own: whoever else holds the
+        // file may move its position between chunks.
+        let mut got = Vec::new();
+        while let Some(c) = o.reader.next_chunk().await.unwrap() {
+            got.extend_from_slice(&c);
+            (&*file).seek(std::io::SeekFrom::Start(7)).unwrap();
+        }
+        assert_eq!(got, &data[10_000..]);
+        let throttle = |fail_after, per_chunk| Throttle {
+            parallel: 1,
+            service: Duration::ZERO,
+            fail_after,
+            per_chunk,
+        };
+        // A busy disk is still a local file; injected faults are not.
+        let busy = Throttled::new(f.clone(), throttle(None, Duration::ZERO));
+        assert!(busy
+            .open("a/t.bin", 0)
+            .await
+            .unwrap()
+            .local_file()
+            .is_some());
+        let failing = Throttled::new(f.clone(), throttle(Some(10), Duration::ZERO));
+        assert!(failing
+            .open("a/t.bin", 0)
+            .await
+            .unwrap()
+            .local_file()
+            .is_none());
+        let slow = Throttled::new(f, throttle(None, Duration::from_millis(1)));
+        assert!(slow
+            .open("a/t.bin", 0)
+            .await
+            .unwrap()
+            .local_file()
+            .is_none());
     }
 
     async fn read_key(f: &Folder, key: &str) -> Result<Vec<u8>, DeviceError> {

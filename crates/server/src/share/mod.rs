@@ -147,7 +147,9 @@ async fn stream(
     };
     let head = method == Method::HEAD;
     let (r, sent) = match (path, st.tiers()) {
-        (_, Some(tiers)) => crate::tiered::serve_track(tiers, &track, &ct, &h, head).await,
+        (_, Some(tiers)) => {
+            crate::tiered::serve_track(tiers, &st.reader, &track, &ct, &h, head).await
+        }
         (Some(opened), None) => {
             crate::stream::serve_opened(&st.reader, opened, &ct, &h, head).await
         }

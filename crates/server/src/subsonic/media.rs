@@ -98,7 +98,7 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
             }
         }
         (None, _, Some(tiers)) => {
-            crate::tiered::serve_track(tiers, &track, &ct, headers, head).await
+            crate::tiered::serve_track(tiers, &st.reader, &track, &ct, headers, head).await
         }
         (None, Some(opened), None) => serve_opened(&st.reader, opened, &ct, headers, head).await,
         (None, None, None) => return Err(not_found("File")),

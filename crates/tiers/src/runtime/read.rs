@@ -1,7 +1,8 @@
 //! The read path: which devices may hold a track, which copy to read
 //! (by measured latency, or `%util` for the benchmark), opening it within
 //! the stall timeout, and [`TierStream`], which fails over to another copy
-//! mid-way at the byte it reached.
+//! mid-way at the byte it reached — or hands a local copy's file to the
+//! server to send by `sendfile` ([`TierStream::local_file`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -236,6 +237,19 @@ impl Tiers {
         })
     }
 
+    /// Counts `n` bytes of a track sent from device `i`: its bytes read,
+    /// and the bytes sent and sent from the hot folder.
+    fn count_sent(&self, i: usize, n: u64) {
+        self.devices[i]
+            .stats
+            .bytes_read
+            .fetch_add(n, Ordering::Relaxed);
+        self.reads.bytes_sent.fetch_add(n, Ordering::Relaxed);
+        if self.hot.is_some() && i == 0 {
+            self.reads.bytes_from_hot.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
     /// Counts a failed try on device `i` and drops it from `cands` unless
     /// it may be tried again: an S3 device with other endpoints up (up to
     /// three times per stream); anything else once. Returns whether it
@@ -317,6 +331,12 @@ impl Tiers {
 /// A stream of one track from a byte offset. When the device it reads
 /// from errors, ends early or stalls, it opens another copy at the byte
 /// it reached and goes on; the reader sees one unbroken byte sequence.
+///
+/// A copy that is a plain local file (the hot folder, a folder device)
+/// may instead be taken out with [`TierStream::local_file`] and sent by
+/// the server's `sendfile`; what is sent that way no longer fails over
+/// mid-stream (a read error ends the response, and the client's retry
+/// with a `Range` lands on another copy).
 pub struct TierStream {
     tiers: Arc<Tiers>,
     track: TrackRef,
@@ -357,18 +377,30 @@ impl TierStream {
         self
     }
 
-    fn account(&self, n: usize) {
-        let t = &self.tiers;
-        t.devices[self.device]
-            .stats
-            .bytes_read
-            .fetch_add(n as u64, Ordering::Relaxed);
-        t.reads.bytes_sent.fetch_add(n as u64, Ordering::Relaxed);
-        if t.hot.is_some() && self.device == 0 {
-            t.reads
-                .bytes_from_hot
-                .fetch_add(n as u64, Ordering::Relaxed);
+    /// The file of the copy this stream reads, when that copy is a plain
+    /// local file ([`crate::device::Reader::local_file`]: the descriptor
+    /// the folder's checked open gave) and the stream has not failed over.
+    /// Its bytes of the track are at their own offsets, so a caller that
+    /// sends `count` bytes from `start` itself drops the stream and
+    /// counts them with [`TierStream::meter`]; nothing it sends fails
+    /// over to another copy.
+    pub fn local_file(&self) -> Option<Arc<std::fs::File>> {
+        if self.failovers > 0 {
+            return None;
         }
+        self.reader.as_ref()?.local_file()
+    }
+
+    /// Counts bytes sent from this stream's copy by other means (after
+    /// [`TierStream::local_file`]) as the stream counts its own chunks:
+    /// in the device's bytes read and the hot folder's share.
+    pub fn meter(&self) -> impl Fn(u64) + Send + Sync + 'static {
+        let (tiers, device) = (self.tiers.clone(), self.device);
+        move |n| tiers.count_sent(device, n)
+    }
+
+    fn account(&self, n: usize) {
+        self.tiers.count_sent(self.device, n as u64);
     }
 
     fn cut(&mut self, mut c: Bytes) -> Bytes {
