@@ -697,12 +697,12 @@ def tables(res):
             f"{r['promoted_after_secs']} s |")
     lines.append("")
     lines.append(f"### Streaming: three nodes against one (wrk, {WRK_CONNECTIONS} connections, "
-                 f"/rest/download of WAV files of {fmt(res['stream_mean_mb'], 1)} MB)")
+                 f"/rest/download of WAV files of {fmt(res.get('stream_mean_mb'), 1)} MB)")
     lines.append("")
     lines.append("| run | requests/s | MB/s | p50 / p99 latency (ms) | per node: streams, CPU %, "
                  "CPU ms/request | nginx CPU %, ms/request | wrk CPU s | machine busy |")
     lines.append("|---|---|---|---|---|---|---|---|")
-    for r in res["streaming"]:
+    for r in res.get("streaming", []):
         per = "; ".join(f"{k}: {v['streams']}, {v['cpu_pct']} %, {fmt(v['cpu_ms_per_request'], 3)}"
                         for k, v in sorted(r["nodes"].items()))
         ngx = (f"{r['nginx_cpu_pct']} %, {fmt(r['nginx_cpu_ms_per_request'], 3)}"
@@ -731,7 +731,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="short runs (about 2 minutes)")
     ap.add_argument("--json", help="also write the JSON summary to this file")
+    ap.add_argument("--only", choices=["lag", "failover", "streaming"], action="append",
+                    help="run only these parts (repeatable; default: all)")
     args = ap.parse_args()
+    only = set(args.only or ["lag", "failover", "streaming"])
     for tool in ("sox", "nginx", "wrk"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
             sys.exit(f"{tool} is not installed (Debian: apt-get install -y {tool})")
@@ -744,16 +747,18 @@ def main():
     try:
         b.setup(tracks=4, track_secs=20 if quick else 45)
         res["lag"] = [bench_lag(b, ms, 8 if quick else 20, verify=not quick)
-                      for ms in ([1000] if quick else [1000, 200])]
-        if not quick:
+                      for ms in ([1000] if quick else [1000, 200]) if "lag" in only]
+        if not quick and "lag" in only:
             # How far past 20,000/s one primary goes: 1000 listens a
             # request (the API's most), as fast as the generator can.
             res["lag"].append(bench_lag(b, 1000, 10, verify=False, rate=CEILING_RATE, batch=1000))
         modes = [("sync", 1000), ("async", 1000)] + ([] if quick else [("async", 200)])
         res["failover"] = [bench_failover(b, ship, ms, run)
-                           for ship, ms in modes for run in range(1, (1 if quick else 3) + 1)]
-        res["streaming"], mean = bench_streaming(b, 3 if quick else 10)
-        res["stream_mean_mb"] = mean / 1e6 if mean else None
+                           for ship, ms in modes for run in range(1, (1 if quick else 3) + 1)
+                           if "failover" in only]
+        if "streaming" in only:
+            res["streaming"], mean = bench_streaming(b, 3 if quick else 10)
+            res["stream_mean_mb"] = mean / 1e6 if mean else None
     finally:
         b.close()
         if os.environ.get("SPINDLE_CLUSTER_KEEP") == "1":
