@@ -271,16 +271,7 @@ impl Replica {
                     i += 1;
                 }
                 Kind::LibraryLog => {}
-                Kind::Accounts | Kind::Userdata => {
-                    let bytes = self.bucket.get_checked(r).await?;
-                    let dir = self.data_dir();
-                    let path = if r.kind == Kind::Accounts {
-                        super::ship::accounts_path(&dir)
-                    } else {
-                        super::ship::userdata_path(&dir)
-                    };
-                    write_atomic(&path, &bytes)?;
-                }
+                Kind::Accounts | Kind::Userdata => self.apply_document(r).await?,
             }
             i += 1;
         }
@@ -292,6 +283,19 @@ impl Replica {
         let lag = (objects::now_ms() - m.read_ms).max(0);
         self.cluster().set_lag_ms(Some(lag as u64));
         Ok(())
+    }
+
+    /// Replaces the accounts or user data document with the shipped one
+    /// (the running server reads it as it reads a change made by the CLI).
+    async fn apply_document(&self, r: &ObjectRef) -> Result<(), ReplicaError> {
+        let bytes = self.bucket.get_checked(r).await?;
+        let dir = self.data_dir();
+        let path = if r.kind == Kind::Accounts {
+            super::ship::accounts_path(&dir)
+        } else {
+            super::ship::userdata_path(&dir)
+        };
+        write_atomic(&path, &bytes)
     }
 
     async fn apply_listens(&mut self, r: &ObjectRef, version: u32) -> Result<(), ReplicaError> {
@@ -455,14 +459,7 @@ impl Replica {
         }
         for r in &snap.objects {
             if matches!(r.kind, Kind::Accounts | Kind::Userdata) {
-                let bytes = self.bucket.get_checked(r).await?;
-                let dir = self.data_dir();
-                let path = if r.kind == Kind::Accounts {
-                    super::ship::accounts_path(&dir)
-                } else {
-                    super::ship::userdata_path(&dir)
-                };
-                write_atomic(&path, &bytes)?;
+                self.apply_document(r).await?;
             }
         }
         self.local.generation = next.generation;

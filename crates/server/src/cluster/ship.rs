@@ -23,8 +23,16 @@ use crate::AppState;
 
 /// Where the accounts document is, under the data dir.
 pub fn accounts_path(data_dir: &Path) -> PathBuf {
-    data_dir.join("accounts").join("accounts.json")
+    data_dir
+        .join("accounts")
+        .join(crate::accounts::ACCOUNTS_FILE)
 }
+
+/// The most bytes of the listens log one round ships (64 MiB): after the
+/// bucket was unreachable for a while the backlog goes out in rounds of
+/// this size, one after the other, instead of being read whole into
+/// memory.
+pub const MAX_ROUND_LISTENS: u64 = 64 << 20;
 /// Where the user data document is, under the data dir.
 pub fn userdata_path(data_dir: &Path) -> PathBuf {
     data_dir
@@ -60,6 +68,8 @@ struct Read {
     after: Positions,
     accounts_sha: Option<String>,
     userdata_sha: Option<String>,
+    /// More of the listens log was waiting than one round ships.
+    behind: bool,
 }
 
 /// The primary's shipper state.
@@ -73,6 +83,8 @@ pub struct Shipper {
     userdata_sha: String,
     last_snapshot: Instant,
     last_status: Instant,
+    /// The last round left listens for the next: ship again at once.
+    behind: bool,
 }
 
 fn read_doc(path: &Path) -> Result<Option<Vec<u8>>, ShipError> {
@@ -94,6 +106,38 @@ fn piece(kind: Kind, key: String, bytes: Vec<u8>, from: u64, to: u64, log_gen: u
     Piece { r, bytes }
 }
 
+/// Where this round's listens segment from `from` ends: the log's
+/// durable end, or a record boundary about `max` bytes (at least one
+/// [`spindle_listens::tail::TAIL_CHUNK`]) past `from` when more is
+/// waiting ([`MAX_ROUND_LISTENS`]).
+fn round_end(
+    listens: &spindle_listens::Listens,
+    from: u64,
+    committed: u64,
+    max: u64,
+) -> Result<u64, ShipError> {
+    if committed.saturating_sub(from) <= max {
+        return Ok(committed);
+    }
+    let mut at = from;
+    loop {
+        let r = listens
+            .listens_between(at, committed, |_| false)
+            .map_err(|e| ShipError::Read {
+                what: "the listens log",
+                source: std::io::Error::other(e.to_string()),
+            })?;
+        if r.end <= at {
+            break;
+        }
+        at = r.end;
+        if at - from + spindle_listens::tail::TAIL_CHUNK > max {
+            break;
+        }
+    }
+    Ok(at)
+}
+
 /// Reads what changed since `pos` (blocking).
 fn read_changes(
     state: &AppState,
@@ -106,7 +150,8 @@ fn read_changes(
     let mut pieces = Vec::new();
     let mut after = pos;
     let listens = &state.listens;
-    let end = listens.committed_end();
+    let committed = listens.committed_end();
+    let end = round_end(listens, pos.listens, committed, MAX_ROUND_LISTENS)?;
     if end > pos.listens {
         let bytes = listens
             .read_log_range(pos.listens, end)
@@ -224,6 +269,7 @@ fn read_changes(
         after,
         accounts_sha: new_accounts,
         userdata_sha: new_userdata,
+        behind: end < committed,
     })
 }
 
@@ -248,6 +294,7 @@ impl Shipper {
             userdata_sha: String::new(),
             last_snapshot: Instant::now(),
             last_status: Instant::now() - super::replica::STATUS_EVERY,
+            behind: false,
         }
     }
 
@@ -299,6 +346,7 @@ impl Shipper {
                 .await?;
             self.seq = seq;
             self.pos = read.after;
+            self.behind = read.behind;
             if let Some(s) = read.accounts_sha {
                 self.accounts_sha = s;
             }
@@ -404,8 +452,13 @@ impl Shipper {
             return;
         };
         loop {
+            let wait = if self.behind {
+                std::time::Duration::ZERO
+            } else {
+                cfg.ship_interval
+            };
             let stopping = tokio::select! {
-                () = tokio::time::sleep(cfg.ship_interval) => false,
+                () = tokio::time::sleep(wait) => false,
                 () = self.cluster().ship_now.notified() => false,
                 _ = stop.changed() => true,
             };
@@ -562,4 +615,46 @@ pub async fn prune(bucket: &Bucket) -> Result<(), BucketError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spindle_listens::{Listen, Listens};
+
+    #[test]
+    fn a_backlog_ships_in_rounds_that_end_on_record_boundaries() {
+        let d = tempfile::tempdir().unwrap();
+        let (l, _) = Listens::open(d.path()).unwrap();
+        for batch in 0..8 {
+            let v: Vec<Listen> = (0..10_000)
+                .map(|i| {
+                    let n = batch * 10_000 + i;
+                    Listen::new(
+                        "ann",
+                        1_700_000_000 + n * 100,
+                        "Artist",
+                        &format!("Track {n}"),
+                    )
+                })
+                .collect();
+            l.submit(&v).unwrap();
+        }
+        let start = spindle_listens::tail::log_start();
+        let end = l.committed_end();
+        assert!(end - start > spindle_listens::tail::TAIL_CHUNK, "{end}");
+        assert_eq!(round_end(&l, start, end, u64::MAX).unwrap(), end);
+        // A small cap still moves on, one chunk at a time, and every cut
+        // is where a record starts (the range reads).
+        let mut at = start;
+        let mut rounds = 0;
+        while at < end {
+            let to = round_end(&l, at, end, 1).unwrap();
+            assert!(to > at && to <= end);
+            l.read_log_range(at, to).unwrap();
+            at = to;
+            rounds += 1;
+        }
+        assert!(rounds >= 2, "{rounds}");
+    }
 }
