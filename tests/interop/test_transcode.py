@@ -279,9 +279,33 @@ def ffmpeg_children(pid):
     return out
 
 
+def ffmpeg_reading(pid, name):
+    """The ffmpeg children of `pid` whose input (stdin: the server hands
+    ffmpeg the opened file) is the file `name`; an album's next track
+    may be prepared by another ffmpeg at the same time, so counting all
+    of them says nothing."""
+    out = []
+    for k, state in ffmpeg_children(pid):
+        try:
+            src = os.readlink(f"/proc/{k}/fd/0")
+        except OSError:
+            continue
+        if src.endswith("/" + name):
+            out.append((k, state))
+    return out
+
+
+def wait_until(cond, secs, what):
+    deadline = time.time() + secs
+    while not cond():
+        assert time.time() < deadline, f"not within {secs} s: {what}"
+        time.sleep(0.05)
+
+
 def test_a_client_that_disconnects_leaves_no_ffmpeg(srv):
     pid = srv.proc.pid
-    assert ffmpeg_children(pid) == []
+    # Encodes of earlier tests (and their preparations ahead) end first.
+    wait_until(lambda: ffmpeg_children(pid) == [], 60, "earlier encodes end")
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
     sock.connect((srv.host, srv.port))
@@ -289,14 +313,17 @@ def test_a_client_that_disconnects_leaves_no_ffmpeg(srv):
     sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     got = sock.recv(65536)
     assert b" 200 " in got.split(b"\r\n")[0], got[:200]
+    # The encode waits for the client: it is still running while the
+    # client reads nothing (polled: a loaded machine starts it late).
+    wait_until(lambda: len(ffmpeg_reading(pid, "long.flac")) == 1, 30,
+               f"one ffmpeg reading long.flac: {ffmpeg_children(pid)}")
     time.sleep(0.5)
-    running = ffmpeg_children(pid)
-    assert len(running) == 1, f"the encode should wait for the client: {running}"
+    assert len(ffmpeg_reading(pid, "long.flac")) == 1, "the encode should wait for the client"
     sock.close()
-    deadline = time.time() + 2
-    while ffmpeg_children(pid) and time.time() < deadline:
-        time.sleep(0.05)
-    assert ffmpeg_children(pid) == [], "ffmpeg outlived its client (or is a zombie)"
+    wait_until(lambda: ffmpeg_reading(pid, "long.flac") == [], 30,
+               "ffmpeg outlived its client (or is a zombie)")
+    # A preparation ahead started beside it ends on its own.
+    wait_until(lambda: ffmpeg_children(pid) == [], 60, "every ffmpeg ends")
 
 
 def test_twenty_concurrent_transcodes_with_a_cap_of_two_all_complete(srv):
@@ -397,11 +424,14 @@ def test_the_next_track_of_an_album_is_prepared_ahead(srv):
     first, second = next((a[1], b[1]) for a, b in zip(songs, songs[1:])
                          if a[0].startswith("in-") and b[0].startswith("in-"))
     params = {"format": "ogg", "maxBitRate": 136}
+    # A preparation takes only a free encode slot: earlier tests' encodes
+    # end first, or it would be skipped.
+    wait_until(lambda: ffmpeg_children(srv.proc.pid) == [], 60, "earlier encodes end")
     st, h, _ = get(srv, "stream", id=first, **params)
     assert st == 200 and h.get("Accept-Ranges") == "none"
     # The next track is transcoded meanwhile (HEAD starts no encode): its
     # first GET is a hit.
-    deadline = time.time() + 15
+    deadline = time.time() + 60
     while True:
         req = urllib.request.Request(url(srv, "stream", id=second, **params), method="HEAD")
         with urllib.request.urlopen(req, timeout=10) as r:
