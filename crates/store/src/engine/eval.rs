@@ -407,7 +407,7 @@ impl<'a> Evaluator<'a> {
         let ordered_kind = matches!(
             coll,
             Coll::Order { .. } | Coll::Limit { .. } | Coll::IdList(_)
-        ) || matches!(coll, Coll::Union(_) | Coll::Reference(_) | Coll::Intersection(_) if self.may_be_ordered(coll));
+        ) || matches!(coll, Coll::Union(_) | Coll::Reference(_) | Coll::Intersection(_) if Self::may_be_ordered(coll));
         if !ordered_kind {
             return Ok(None);
         }
@@ -415,12 +415,12 @@ impl<'a> Evaluator<'a> {
         Ok(r.ordered.then_some(r))
     }
 
-    fn may_be_ordered(&self, coll: &Coll) -> bool {
+    fn may_be_ordered(coll: &Coll) -> bool {
         match coll {
             Coll::Order { .. } | Coll::Limit { .. } | Coll::IdList(_) | Coll::Reference(_) => true,
-            Coll::Union(ops) => ops.iter().any(|o| self.may_be_ordered(o)),
-            Coll::Intersection(ops) => ops.first().is_some_and(|o| self.may_be_ordered(o)),
-            Coll::Filter { operand, .. } => self.may_be_ordered(operand),
+            Coll::Union(ops) => ops.iter().any(Self::may_be_ordered),
+            Coll::Intersection(ops) => ops.first().is_some_and(Self::may_be_ordered),
+            Coll::Filter { operand, .. } => Self::may_be_ordered(operand),
             _ => false,
         }
     }
@@ -434,7 +434,7 @@ impl<'a> Evaluator<'a> {
                 Test::Filter(filter)
             }
             Coll::Complement(op) => Test::Not(Box::new(self.test_for(op)?)),
-            Coll::Intersection(ops) if !ops.iter().any(|o| self.may_be_ordered(o)) => {
+            Coll::Intersection(ops) if !ops.iter().any(Self::may_be_ordered) => {
                 let mut v = Vec::new();
                 for o in ops {
                     self.meter.check()?;
@@ -442,7 +442,7 @@ impl<'a> Evaluator<'a> {
                 }
                 Test::And(v)
             }
-            Coll::Union(ops) if !ops.iter().any(|o| self.may_be_ordered(o)) => {
+            Coll::Union(ops) if !ops.iter().any(Self::may_be_ordered) => {
                 let mut v = Vec::new();
                 for o in ops {
                     self.meter.check()?;
