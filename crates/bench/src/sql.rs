@@ -1,5 +1,5 @@
 //! The seven queries as SQL, for both SQLite layouts, with Spindle's
-//! semantics (README.md, "Queries"):
+//! semantics (docs/library.md, "Queries"):
 //!
 //! * **Source preference**: a filter looks only at the values whose
 //!   source has the best rank present for that key on that entry. Ranks

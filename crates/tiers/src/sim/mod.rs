@@ -5,8 +5,9 @@
 //!
 //! [`workload`] makes the traces (stationary Zipf, shifting popularity),
 //! [`replay`] reads the server's access log, [`run`] drives the grid on
-//! several threads, [`targets`] checks issue 8's targets and [`chart`]
-//! draws the results; [`plan`] ties them into one run of the command.
+//! several threads, [`targets`] checks the policy's design targets and
+//! [`chart`] draws the results; [`plan`] ties them into one run of the
+//! command.
 
 pub mod chart;
 pub mod plan;

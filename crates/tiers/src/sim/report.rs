@@ -67,7 +67,7 @@ pub fn tables(cells: &[Cell], policies: &[PolicyKind]) -> String {
 
 /// The target report: one line per target.
 pub fn target_lines(checks: &[Check]) -> String {
-    let mut out = String::from("Targets (issue 8):\n");
+    let mut out = String::from("Targets:\n");
     for c in checks {
         let verdict = match c.pass {
             Some(true) => "PASS",

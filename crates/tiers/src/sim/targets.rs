@@ -1,6 +1,7 @@
-//! Issue 8's targets, checked on a finished grid. Points are percentage
-//! points of the byte hit ratio (the share of streamed bytes served from
-//! the hot tier); the object hit ratio is reported beside it.
+//! The hot-tier policy's design targets, checked on a finished grid.
+//! Points are percentage points of the byte hit ratio (the share of
+//! streamed bytes served from the hot tier); the object hit ratio is
+//! reported beside it.
 
 use serde::Serialize;
 
@@ -82,7 +83,7 @@ fn margin_check(
     }
 }
 
-/// Every target issue 8 sets for the simulation.
+/// Every design target of the hot-tier policy, checked on the simulation.
 pub fn check(cells: &[Cell]) -> Vec<Check> {
     let byte = |c: &Cell| c.byte_hit_ratio;
     let object = |c: &Cell| c.object_hit_ratio;
