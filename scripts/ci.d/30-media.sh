@@ -9,4 +9,5 @@ if [[ ! -x "$ROOT/.venv/bin/beet" ]]; then
     "$ROOT/.venv/bin/pip" install -q beets
 fi
 SPINDLE_BEET="$ROOT/.venv/bin/beet" SPINDLE_REQUIRE_MEDIA_TOOLS=1 \
-    cargo test --locked --release -p spindle-media -- --include-ignored
+    cargo test --workspace --release --locked --test scan_corpus --test beets_import \
+        -- --include-ignored

@@ -1,7 +1,7 @@
 # iobench smoke run against real fio: a tiny sweep (2 depths, 1 s, 1 round)
 # that must print the table with fio ratios and write the SVG and PNG chart.
 apt_install fio
-cargo build --release --locked -p spindle
+release_build
 iobench=(target/release/spindle iobench)
 work=$(mktemp -d "$ROOT/target/iobench-ci.XXXXXX")
 "${iobench[@]}" "$work" --size 64M --depths 1,8 --engines psync,uring,uring-sqpoll \

@@ -2,7 +2,7 @@
 # both SQLite layouts, two rounds of the seven queries. The run fails if the
 # three contestants return different rows; performance targets are reported,
 # not enforced (CI machines are too noisy for that).
-cargo build --release --locked -p spindle
+release_build
 out=$(mktemp "$ROOT/target/bench-library-ci.XXXXXX")
 target/release/spindle bench library --entries 2000 --rounds 2 | tee "$out"
 grep -q '^| `artist:metallica` | ' "$out"

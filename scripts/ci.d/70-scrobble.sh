@@ -13,8 +13,7 @@ if ((${#missing[@]})); then
     echo "== installing into .venv: ${missing[*]}"
     "$ROOT/.venv/bin/pip" install -q "${missing[@]}"
 fi
-cargo build --release --locked -p spindle
-cargo test --locked -p spindle-listens -p spindle-server
+release_build
 SPINDLE_BIN="$ROOT/target/release/spindle" "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/interop"
 # The smoke run: Spindle only (--no-maloja), small counts. The bench fails
 # if a scrobble is not accepted; the greps check the tables are printed.

@@ -18,19 +18,9 @@ if ((${#missing[@]})); then
     echo "== installing into .venv: ${missing[*]}"
     "$ROOT/.venv/bin/pip" install -q "${missing[@]}"
 fi
-cargo build --release --locked -p spindle
-cargo test --locked -p spindle-server -p spindle-media --lib -- stream subsonic userdata watch demo catalog tags similar m3u
-# Accounts and roles, the public share pages (docs/accounts-format.md,
-# docs/userdata-format.md).
-cargo test --locked -p spindle-server --lib -- accounts share::
-# Cover art: sources, resizing, the disk cache, ETags (docs/cover-art.md).
-cargo test --locked -p spindle-server --lib -- cover
-# First run, the admin page and backups (docs/web-ui.md, docs/backup.md).
-cargo test --locked -p spindle-server --lib -- web:: backup
-cargo test --locked -p spindle-server --test web_admin
-# Settings, TLS, base path and trusted proxies (docs/configuration.md).
-cargo test --locked -p spindle-server --lib -- settings proxy front tls
-cargo test --locked -p spindle-server --test proxy_prefix
+release_build
+# The Rust tests of these parts (accounts, shares, covers, the web UI,
+# settings, TLS, proxies, the Subsonic API) ran in stage 20-unit.
 SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
     "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/interop/test_tls_proxy.py"
 SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \

@@ -6,7 +6,7 @@
 # throughput ratios are printed, not enforced (CI machines are too noisy).
 # The full benchmark (docs/bench-stream.md) stays out of CI.
 apt_install nginx wrk
-cargo build --release --locked -p spindle
+release_build
 out=$(mktemp "$ROOT/target/bench-stream-ci.XXXXXX")
 target/release/spindle bench stream --files 8 --min-mb 1 --max-mb 3 \
     --duration 2 --rounds 1 --connections 32 --io-engines uring \

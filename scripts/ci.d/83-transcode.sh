@@ -1,5 +1,6 @@
 # Transcoding (docs/transcoding.md): the transcode unit tests (plans,
-# rules, the encode slots, the cache), then tests/interop/test_transcode.py
+# rules, the encode slots, the cache) ran in stage 20-unit; here
+# tests/interop/test_transcode.py
 # against a fresh `spindle serve` and Debian's ffmpeg: every input format
 # (FLAC, MP3, Opus, Vorbis, AAC, ALAC, AIFF, WAV, WavPack; made with sox,
 # flac, lame, opusenc, wavpack and ffmpeg) to every output format at two
@@ -8,8 +9,6 @@
 apt_install ffmpeg sox flac lame opus-tools wavpack python3-venv
 [[ -x "$ROOT/.venv/bin/pip" ]] || python3 -m venv "$ROOT/.venv"
 "$ROOT/.venv/bin/pip" show -q pytest >/dev/null 2>&1 || "$ROOT/.venv/bin/pip" install -q pytest
-cargo test --locked -p spindle-server --lib -- transcode
-cargo test --locked -p spindle-tiers --lib -- hot::writer runtime::feed::variant
-cargo build --release --locked -p spindle
+release_build
 SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
     timeout 600 "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/interop/test_transcode.py"

@@ -9,21 +9,9 @@
 # replica (what it never shipped set aside); the primary restarted after
 # a compaction still ships its library. It prints the failover counts.
 #
-# Garage is looked up as scripts/ci.d/85-tiers.sh does (and that stage
-# exports GARAGE_BIN when it ran first): on PATH or in cargo's bin folder,
-# built there by `cargo install` only when missing, so never twice.
+# Garage comes from `ensure_garage` (scripts/test), as in stage 85-tiers.
 apt_install nginx sox python3-venv
-if [[ -z "${GARAGE_BIN:-}" || ! -x "${GARAGE_BIN:-}" ]]; then
-    GARAGE_BIN=$(command -v garage || true)
-    if [[ -z "$GARAGE_BIN" ]]; then
-        GARAGE_BIN="${CARGO_HOME:-$HOME/.cargo}/bin/garage"
-        if [[ ! -x "$GARAGE_BIN" ]]; then
-            echo "== building garage (cargo install garage --locked; about 16 minutes)"
-            cargo install garage --locked --quiet
-        fi
-    fi
-fi
-export GARAGE_BIN
+ensure_garage
 [[ -x "$ROOT/.venv/bin/pip" ]] || python3 -m venv "$ROOT/.venv"
 missing=()
 for pkg in pytest requests pylast; do
@@ -33,7 +21,7 @@ if ((${#missing[@]})); then
     echo "== installing into .venv: ${missing[*]}"
     "$ROOT/.venv/bin/pip" install -q "${missing[@]}"
 fi
-cargo build --release --locked -p spindle
+release_build
 # The whole test takes about a minute; the timeouts bound a hang (each
 # wait inside the test is bounded too).
 SPINDLE_CLUSTER_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \

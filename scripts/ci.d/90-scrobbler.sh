@@ -5,7 +5,7 @@
 # ListenBrainz token). Prints the now-playing latency and idle figures.
 # About 80 s plus the build.
 apt_install mpv mpv-mpris dbus dbus-bin dbus-daemon sox flac python3
-cargo build --release --locked -p spindle
+release_build
 # Debian's mpv-mpris puts the plugin in /usr/lib/mpv-mpris/ (and links it
 # into /etc/mpv/scripts/); the test loads it explicitly with --no-config.
 MPRIS_PLUGIN=$(dpkg -L mpv-mpris | grep '/mpris\.so$' || true)

@@ -10,8 +10,11 @@
 # with --isolation chroot; and when docker.io cannot be reached, the
 # debian:bookworm-slim base is made with mmdebstrap from the Debian mirror
 # apt already uses and tagged under that name.
+# A subshell: its EXIT trap (the cleanup) is its own, and scripts/test's
+# trap (the table of stage times) stays in place.
+(
 apt_install podman runc mmdebstrap curl
-cargo build --release --locked -p spindle
+release_build
 POD=(podman --runtime runc --cgroup-manager cgroupfs)
 BASE=docker.io/library/debian:bookworm-slim
 work=$(mktemp -d)
@@ -46,3 +49,4 @@ ping=$(curl -fsS "http://127.0.0.1:$port/rest/ping?u=ann&p=s3cret%20horse&v=1.16
 grep -q '"status":"ok"' <<<"$ping" || { echo "ping: $ping"; "${POD[@]}" logs "$name"; exit 1; }
 "${POD[@]}" exec "$name" sh -c 'id -un; command -v ffmpeg' | tr '\n' ' '
 echo "== container: healthy, ping ok"
+)
