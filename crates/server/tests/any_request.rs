@@ -93,7 +93,11 @@ fn input(rng: &mut SmallRng, dict: &[Vec<u8>]) -> Vec<u8> {
 #[test]
 fn no_request_makes_the_router_panic_or_answer_500() {
     let dict = dictionary(DICT);
-    assert!(dict.len() > 20, "the dictionary reads as {} words", dict.len());
+    assert!(
+        dict.len() > 20,
+        "the dictionary reads as {} words",
+        dict.len()
+    );
     let seed = seed();
     let mut rng = SmallRng::seed_from_u64(seed);
     for n in 0..REQUESTS {
