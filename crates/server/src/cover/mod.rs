@@ -23,7 +23,7 @@
 //!    it), an embedded picture only when its header reads.
 //!
 //! A size asked is first snapped up to one of [`SNAPPED_COVER_SIZES`]
-//! ([`snap`]), so a client asking every size from 100 to 699 makes six
+//! ([`snap`]), so a client asking every size from 100 to 699 makes seven
 //! covers, not six hundred.
 //!
 //! Step 1, a cached cover and a cover sent as it is (no size) run on
@@ -70,7 +70,7 @@ use crate::state::lock;
 pub const MAX_CONCURRENT_RESIZES: usize = 2;
 
 /// Covers waiting to be made, all users together: 64; one user's share
-/// is a quarter of it, 16 ([`crate::fair::USER_QUEUE_PERCENT`]). Beyond
+/// is half of it, 32 ([`crate::fair::USER_QUEUE_PERCENT`]). Beyond
 /// either a request is answered busy at once.
 pub const COVER_QUEUE: usize = 64;
 

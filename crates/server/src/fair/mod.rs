@@ -27,9 +27,10 @@ use std::collections::{HashMap, VecDeque};
 
 /// The share of a pool's slots one user may hold: 50 %, at least one.
 pub const USER_SLOTS_PERCENT: usize = 50;
-/// The share of a pool's queue one user's jobs may take: 25 %, at least
-/// one.
-pub const USER_QUEUE_PERCENT: usize = 25;
+/// The share of a pool's queue one user's jobs may take: 50 %, at least
+/// one: a user syncing a playlist can queue many, and the rest of the
+/// queue stays open to the others, whose jobs come in turn.
+pub const USER_QUEUE_PERCENT: usize = 50;
 
 /// The sizes of a fair pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,18 +255,18 @@ mod tests {
                 slots: 2,
                 queue: 64,
                 user_slots: 1,
-                user_queue: 16
+                user_queue: 32
             }
         );
         assert_eq!(Limits::shared(1, 2).user_slots, 1);
-        assert_eq!(Limits::shared(1, 2).user_queue, 1);
+        assert_eq!(Limits::shared(1, 1).user_queue, 1);
         assert_eq!(Limits::shared(8, 0).user_queue, 0);
         assert_eq!(Limits::shared(0, 4).slots, 1);
     }
 
     #[test]
     fn one_user_holds_at_most_its_share_of_slots_and_queue() {
-        let mut q = FairQueue::new(Limits::shared(2, 8));
+        let mut q = FairQueue::new(Limits::shared(2, 4));
         assert!(matches!(q.admit("ann", 0), Ok(Admitted::Now(0))));
         // ann's share is one slot: the free one waits for another user.
         assert!(matches!(q.admit("ann", 1), Ok(Admitted::Queued(_))));

@@ -249,7 +249,7 @@ mod tests {
     async fn a_flooding_user_is_refused_beyond_its_share_while_another_runs_at_once() {
         let pool = Arc::new(Pool::start(
             "test-pool",
-            Limits::shared(2, 8),
+            Limits::shared(2, 4),
             Duration::from_secs(30),
         ));
         let latch = Latch::default();
@@ -260,7 +260,7 @@ mod tests {
                 async move { p.run("ann", move || l.wait()).await },
             ));
         }
-        // ann: one running (her share of 2 slots), two waiting (her share of 8).
+        // ann: one running (her share of 2 slots), two waiting (her share of 4).
         until("ann's jobs to queue", || pool.load() == (1, 2)).await;
         let l = latch.clone();
         let refused = pool.run("ann", move || l.wait()).await;

@@ -1,6 +1,6 @@
 //! The encode slots, a [`crate::fair::FairQueue`]: at most `max`
 //! encodes run at once, one user's at most half of them; up to `queue`
-//! more wait, a quarter of them at most one user's, served round-robin
+//! more wait, half of them at most one user's, served round-robin
 //! by user so that one user asking for many transcodes at once (a
 //! playlist sync) cannot starve another's single stream; beyond that a
 //! request is refused at once ([`Busy`]), and a request that waited
@@ -149,8 +149,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn one_user_holds_half_the_slots_and_a_quarter_of_the_queue_and_another_gets_in() {
-        let g = Gate::new(2, 8, Duration::from_secs(30));
+    async fn one_user_holds_half_the_slots_and_half_the_queue_and_another_gets_in() {
+        let g = Gate::new(2, 4, Duration::from_secs(30));
         let a = g.acquire("ann").await.unwrap();
         let mut waiters = Vec::new();
         for _ in 0..2 {
@@ -159,7 +159,7 @@ mod tests {
                 async move { g2.acquire("ann").await.map(|_| ()) },
             ));
         }
-        // ann's share: one of the two slots, two of the eight places.
+        // ann's share: one of the two slots, two of the four places.
         until("ann's requests to queue", || g.load() == (1, 2)).await;
         assert_eq!(
             g.acquire("ann").await.err(),
@@ -207,7 +207,7 @@ mod tests {
 
     #[tokio::test]
     async fn waiters_are_served_round_robin_by_user() {
-        let g = Gate::new(1, 20, Duration::from_secs(30));
+        let g = Gate::new(1, 10, Duration::from_secs(30));
         let first = g.acquire("ann").await.unwrap();
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
