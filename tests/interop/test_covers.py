@@ -5,8 +5,9 @@ loopback port: Subsonic's getCoverArt (as apps call it) and the web UI's
 The music folder holds FLAC files made with sox and tagged with mutagen,
 with images made by Pillow: a 1500x1000 folder cover (`Cover.JPG`), a
 corrupt embedded picture beside a `folder.png`, a small embedded PNG,
-and an `artist.jpg`. Checked: covers at 64, 300 and 1200 px have those
-dimensions (longer side), a corrupt embedded picture falls back to the
+and an `artist.jpg`. Checked: covers at 64, 300 and 1024 px have those
+dimensions (longer side) and other sizes snap up to a standard one
+(250 → 256, 1200 → 2048: the source), a corrupt embedded picture falls back to the
 folder image, If-None-Match gives 304, an artist id gets the artist
 image, and a size above the source's gives the source's size. Run by
 scripts/ci.d/80-server.sh."""
@@ -145,10 +146,12 @@ def picture(body):
     return img
 
 
-def test_covers_at_64_300_and_1200_have_those_dimensions(srv):
+def test_covers_at_standard_sizes_have_those_dimensions_and_others_snap_up(srv):
     album = song(srv, "Wide")["coverArt"]
     assert album.startswith("al-")
-    for size, want in [(64, (64, 43)), (300, (300, 200)), (1200, (1200, 800))]:
+    # 250 is served at the next standard size, 256.
+    for size, want in [(64, (64, 43)), (300, (300, 200)), (1024, (1024, 683)),
+                       (250, (256, 171))]:
         st, headers, body = cover(srv, album, size)
         assert st == 200, body
         assert headers["Content-Type"] == "image/jpeg"
@@ -157,8 +160,11 @@ def test_covers_at_64_300_and_1200_have_those_dimensions(srv):
         # The blue folder cover, not some other picture.
         r, g, b = img.convert("RGB").getpixel((want[0] // 2, want[1] // 2))
         assert b > 150 and r < 100, (size, (r, g, b))
-    # Without a size, the file as it is.
+    # Without a size, or one that snaps above the source (1200 → 2048),
+    # the file as it is.
     st, headers, body = cover(srv, album)
+    assert (st, body) == (200, srv.files["wide"])
+    st, headers, body = cover(srv, album, 1200)
     assert (st, body) == (200, srv.files["wide"])
 
 
@@ -204,7 +210,7 @@ def test_an_artist_id_gets_the_artist_image(srv):
     st, headers, body = cover(srv, artist["id"])
     assert (st, body) == (200, srv.files["artist"])
     st, _, body = cover(srv, artist["id"], 100)
-    assert st == 200 and picture(body).size == (100, 100)
+    assert st == 200 and picture(body).size == (128, 128)
 
 
 def test_a_size_above_the_source_gives_the_source_size(srv):

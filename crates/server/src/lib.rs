@@ -47,6 +47,7 @@ pub mod cluster;
 pub mod corrections;
 pub mod cover;
 mod expiry;
+pub mod fair;
 pub mod forward;
 pub mod front;
 pub mod hash_pool;

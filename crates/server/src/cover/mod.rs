@@ -22,9 +22,19 @@
 //!    without a size, a folder image is sent unchecked (as the user keeps
 //!    it), an embedded picture only when its header reads.
 //!
-//! At most [`MAX_CONCURRENT_RESIZES`] resizes run at once; the rest wait
-//! their turn, so a page of 50 new covers cannot take every core or the
-//! memory of 50 decodes. docs/cover-art.md describes the sources, the
+//! A size asked is first snapped up to one of [`SNAPPED_COVER_SIZES`]
+//! ([`snap`]), so a client asking every size from 100 to 699 makes seven
+//! covers, not six hundred.
+//!
+//! Step 1, a cached cover and a cover sent as it is (no size) run on
+//! tokio's blocking threads: a few `stat`s and one file read. A cover to
+//! make runs on the covers' own pool ([`crate::fair::pool`]: at most
+//! [`MAX_CONCURRENT_RESIZES`] at once, one user's share of them and of the
+//! [`COVER_QUEUE`], round-robin by user, given up after
+//! [`COVER_QUEUE_DEADLINE`]), so a flood of resizes never takes the
+//! blocking threads every other request needs. Concurrent requests for
+//! the same cover (sources and size) wait for one resize
+//! ([`Covers::make`]). docs/cover-art.md describes the sources, the
 //! cache's layout and the limits.
 
 pub mod cache;
@@ -32,24 +42,57 @@ pub mod find;
 pub mod resize;
 mod serve;
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
 
 pub use cache::{DiskCache, COVER_CACHE_BUDGET, COVER_CACHE_DIR};
 pub use find::{Candidate, Source};
 pub use resize::{ImageError, MAX_COVER_PIXELS};
-pub(crate) use serve::answer;
+pub(crate) use serve::{answer, busy_headers};
 
 use crate::accounts::md5_hex;
 use crate::catalog::Catalog;
+use crate::fair::pool::{Pool, Refused};
+use crate::fair::Limits;
 use crate::music::Music;
 use crate::state::lock;
 
-/// Resizes that may run at once: 2. A resize of a JPEG cover takes a few
-/// milliseconds and little memory (it is decoded at a reduced scale); a
-/// large PNG can take a second and 150 MB, so two at once bound both the
-/// cores and the memory covers can take.
+/// Resizes that may run at once, each on a thread of the covers' own
+/// pool: 2. A resize of a JPEG cover takes a few milliseconds and little
+/// memory (it is decoded at a reduced scale); a large PNG can take a
+/// second and 150 MB, so two at once bound both the cores and the memory
+/// covers can take. One user runs at most one of them
+/// ([`crate::fair::USER_SLOTS_PERCENT`]).
 pub const MAX_CONCURRENT_RESIZES: usize = 2;
+
+/// Covers waiting to be made, all users together: 64; one user's share
+/// is half of it, 32 ([`crate::fair::USER_QUEUE_PERCENT`]). Beyond
+/// either a request is answered busy at once.
+pub const COVER_QUEUE: usize = 64;
+
+/// How long a cover waits for a resize worker before it is answered busy
+/// (HTTP 503 with `Retry-After`, Subsonic error 0): 10 seconds.
+pub const COVER_QUEUE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// How long a client refused as busy is asked to wait (`Retry-After`).
+pub const COVER_RETRY_AFTER_SECS: u64 = 5;
+
+/// The sizes covers are made at. A size asked is served at the first of
+/// these at least as large (100 → 128, 500 → 512); above the last the
+/// source is sent as it is. They are what apps ask: the web UI's 40, 96,
+/// 128, 160 and 300, and the 32–1024 steps of Subsonic apps.
+pub const SNAPPED_COVER_SIZES: [u32; 10] = [32, 64, 128, 160, 256, 300, 512, 600, 1024, 2048];
+
+/// The size a cover asked at `size` is made at ([`SNAPPED_COVER_SIZES`]);
+/// `None`: the source as it is.
+pub fn snap(size: Option<u32>) -> Option<u32> {
+    let size = size?;
+    SNAPPED_COVER_SIZES.iter().copied().find(|&s| s >= size)
+}
 
 /// How long a browser or app may reuse a cover without asking again: one
 /// day. After that it revalidates with `If-None-Match` and gets a 304
@@ -61,7 +104,7 @@ pub const COVER_MAX_AGE: u32 = 24 * 3600;
 const RENDER_VERSION: u32 = 1;
 
 /// Why a cover could not be sent.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum CoverError {
     #[error("no song, album or artist has the id {0:?}")]
@@ -78,6 +121,8 @@ pub enum CoverError {
     },
     #[error("the cover lookup failed inside the server")]
     Task,
+    #[error("the server is making as many covers as it can ({0}); retry in a few seconds")]
+    Busy(String),
 }
 
 /// A cover's bytes and type.
@@ -109,11 +154,24 @@ impl Lookup {
     }
 }
 
-/// The cover art service: the disk cache and the resize gate. One per
-/// server, in [`crate::AppState`].
+/// The outcome of a cover being made, for the requests waiting for it.
+type Making = watch::Receiver<Option<Result<Cover, CoverError>>>;
+
+/// The cover art service: the disk cache, the resize pool and the covers
+/// being made. One per server, in [`crate::AppState`].
 pub struct Covers {
     cache: Option<DiskCache>,
-    gate: Gate,
+    pool: Pool,
+    /// Covers being made, by key: later requests for one wait for it.
+    making: Mutex<HashMap<String, Making>>,
+}
+
+fn resize_pool() -> Pool {
+    Pool::start(
+        "spindle-cover",
+        Limits::shared(MAX_CONCURRENT_RESIZES, COVER_QUEUE),
+        COVER_QUEUE_DEADLINE,
+    )
 }
 
 impl Covers {
@@ -122,7 +180,8 @@ impl Covers {
     pub fn without_cache() -> Covers {
         Covers {
             cache: None,
-            gate: Gate::new(MAX_CONCURRENT_RESIZES),
+            pool: resize_pool(),
+            making: Mutex::new(HashMap::new()),
         }
     }
 
@@ -140,7 +199,8 @@ impl Covers {
             .ok();
         Covers {
             cache,
-            gate: Gate::new(MAX_CONCURRENT_RESIZES),
+            pool: resize_pool(),
+            making: Mutex::new(HashMap::new()),
         }
     }
 
@@ -150,8 +210,8 @@ impl Covers {
     }
 
     /// Where the cover of `id` (a song, `al-…` or `ar-…`) at `size`
-    /// pixels (`None`: as it is) comes from, and its key. Stats files;
-    /// reads no image. Call on a blocking thread.
+    /// pixels (`None`: as it is; a size is [`snap`]ped) comes from, and
+    /// its key. Stats files; reads no image. Call on a blocking thread.
     pub fn lookup(
         &self,
         music: &Music,
@@ -159,6 +219,7 @@ impl Covers {
         id: &str,
         size: Option<u32>,
     ) -> Result<Lookup, CoverError> {
+        let size = snap(size);
         let candidates = find::candidates(music, cat, id)?;
         if candidates.is_empty() {
             return Err(CoverError::NotFound(id.to_owned()));
@@ -176,15 +237,76 @@ impl Covers {
         })
     }
 
+    /// The cover `l` describes when it needs no resize: from the disk
+    /// cache, or the source as it is when no size is asked (`None`: it is
+    /// to be made, [`Covers::make`]). Call on a blocking thread.
+    pub fn ready(&self, l: &Lookup) -> Result<Option<Cover>, CoverError> {
+        if l.size.is_none() {
+            return self.render(l).map(Some);
+        }
+        Ok(self.cached(l))
+    }
+
+    fn cached(&self, l: &Lookup) -> Option<Cover> {
+        let data = self.cache.as_ref()?.get(&l.key)?;
+        Some(Cover {
+            data,
+            mime: resize::Format::Jpeg.mime(),
+        })
+    }
+
+    /// Makes the cover `l` describes on the resize pool in `user`'s turn
+    /// ([`Covers::render`]); requests for a cover already being made wait
+    /// for that one instead. [`CoverError::Busy`] when the pool's queue,
+    /// or this user's share of it, is full, or the wait was too long.
+    pub async fn make(self: &Arc<Self>, l: Lookup, user: &str) -> Result<Cover, CoverError> {
+        loop {
+            let (tx, mut rx) = {
+                let mut making = lock(&self.making);
+                match making.get(&l.key) {
+                    Some(rx) => (None, rx.clone()),
+                    None => {
+                        let (tx, rx) = watch::channel(None);
+                        making.insert(l.key.clone(), rx.clone());
+                        (Some(tx), rx)
+                    }
+                }
+            };
+            let Some(tx) = tx else {
+                // Another request makes it: its outcome is ours. If that
+                // request went away first, start over (maybe as the maker).
+                if let Ok(v) = rx.wait_for(Option::is_some).await {
+                    if let Some(r) = v.as_ref() {
+                        return r.clone();
+                    }
+                }
+                continue;
+            };
+            let _done = Unlist(self, &l.key);
+            let me = self.clone();
+            let l2 = l.clone();
+            let r = match self.pool.run(user, move || me.render(&l2)).await {
+                Ok(r) => r,
+                Err(Refused::Lost) => Err(CoverError::Task),
+                Err(e) => Err(CoverError::Busy(e.to_string())),
+            };
+            tx.send_replace(Some(r.clone()));
+            return r;
+        }
+    }
+
+    /// Covers being made and waiting to be (tests, metrics).
+    pub fn load(&self) -> (usize, usize) {
+        self.pool.load()
+    }
+
     /// The bytes of the cover `l` describes: cached, resized, or the
-    /// source as it is (see the module doc). Call on a blocking thread.
+    /// source as it is (see the module doc). Call on a blocking thread
+    /// (a resize: on the resize pool, through [`Covers::make`]).
     pub fn render(&self, l: &Lookup) -> Result<Cover, CoverError> {
-        if let (Some(_), Some(cache)) = (l.size, &self.cache) {
-            if let Some(data) = cache.get(&l.key) {
-                return Ok(Cover {
-                    data,
-                    mime: resize::Format::Jpeg.mime(),
-                });
+        if l.size.is_some() {
+            if let Some(c) = self.cached(l) {
+                return Ok(c);
             }
         }
         let mut first_error = None;
@@ -220,11 +342,7 @@ impl Covers {
                     })
                 }
             };
-            let resized = {
-                let _turn = self.gate.enter();
-                resize::resize_to_jpeg(&bytes, size)
-            };
-            match resized {
+            match resize::resize_to_jpeg(&bytes, size) {
                 Ok(r) => {
                     if let Some(cache) = &self.cache {
                         if let Err(e) = cache.put(&l.key, &r.data) {
@@ -259,36 +377,13 @@ impl Candidate {
     }
 }
 
-/// A counting semaphore for blocking threads: at most `n` inside.
-struct Gate {
-    free: Mutex<usize>,
-    freed: Condvar,
-}
+/// Takes a cover off the list of those being made when its maker is
+/// done (or went away).
+struct Unlist<'a>(&'a Covers, &'a str);
 
-struct Turn<'a>(&'a Gate);
-
-impl Gate {
-    fn new(n: usize) -> Gate {
-        Gate {
-            free: Mutex::new(n.max(1)),
-            freed: Condvar::new(),
-        }
-    }
-
-    fn enter(&self) -> Turn<'_> {
-        let mut free = lock(&self.free);
-        while *free == 0 {
-            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
-        }
-        *free -= 1;
-        Turn(self)
-    }
-}
-
-impl Drop for Turn<'_> {
+impl Drop for Unlist<'_> {
     fn drop(&mut self) {
-        *lock(&self.0.free) += 1;
-        self.0.freed.notify_one();
+        lock(&self.0.making).remove(self.1);
     }
 }
 

@@ -34,7 +34,7 @@ pub const MAX_COVER_PIXELS: u64 = 36_000_000;
 pub const JPEG_QUALITY: u8 = 85;
 
 /// Why an image could not be read or scaled.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ImageError {
     #[error("not an image Spindle reads (JPEG, PNG or WebP expected)")]

@@ -1,5 +1,7 @@
-//! A cover as an HTTP answer, for every API that sends one: the lookup
-//! and the 304 on a blocking thread, then the body with its validators
+//! A cover as an HTTP answer, for every API that sends one: the lookup,
+//! the 304 and a cover that needs no resize on a blocking thread, a
+//! resize on the covers' own pool ([`super::Covers::make`]), then the
+//! body with its validators
 //! through [`crate::stream::conditional`] (so covers answer ranges and
 //! conditional requests exactly as streams do), with a
 //! [`super::COVER_MAX_AGE`] `Cache-Control`.
@@ -14,37 +16,58 @@ use super::{Cover, CoverError, COVER_MAX_AGE};
 use crate::state::AppState;
 use crate::stream::conditional::{self, Validators};
 
-/// Answers a request (headers `req`) for the cover of `id` at `size`
-/// pixels (`None`: as it is): 200 with the image, 304 when the client's
-/// `If-None-Match` names it, or why there is none.
+/// Answers `user`'s request (headers `req`) for the cover of `id` at
+/// `size` pixels (`None`: as it is): 200 with the image, 304 when the
+/// client's `If-None-Match` names it, or why there is none.
 pub(crate) async fn answer(
     st: &AppState,
     id: String,
     size: Option<u32>,
     req: &HeaderMap,
+    user: &str,
 ) -> Result<Response, CoverError> {
     let if_none_match = req
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let st2 = st.clone();
-    let (etag, cover) = tokio::task::spawn_blocking(move || {
+    let (etag, found) = tokio::task::spawn_blocking(move || {
         let cat = st2.music.catalog(&st2.db);
         let l = st2.covers.lookup(&st2.music, &cat, &id, size)?;
         let v = validators(l.etag());
         if if_none_match.is_some_and(|inm| v.none_match(&inm)) {
-            return Ok::<_, CoverError>((v.etag, None));
+            return Ok::<_, CoverError>((v.etag, Found::NotModified));
         }
-        let cover = st2.covers.render(&l)?;
-        Ok((v.etag, Some(cover)))
+        Ok(match st2.covers.ready(&l)? {
+            Some(cover) => (v.etag, Found::Ready(cover)),
+            None => (v.etag, Found::ToMake(l)),
+        })
     })
     .await
     .map_err(|_| CoverError::Task)??;
     let v = validators(etag);
-    Ok(match cover {
-        None => not_modified(&v),
-        Some(cover) => send(req, &v, cover),
+    Ok(match found {
+        Found::NotModified => not_modified(&v),
+        Found::Ready(cover) => send(req, &v, cover),
+        Found::ToMake(l) => send(req, &v, st.covers.make(l, user).await?),
     })
+}
+
+/// What the blocking step found.
+enum Found {
+    NotModified,
+    Ready(Cover),
+    ToMake(super::Lookup),
+}
+
+/// The answer to [`CoverError::Busy`] outside the Subsonic API's body:
+/// 503 with `Retry-After`.
+pub(crate) fn busy_headers(r: &mut Response) {
+    *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    r.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(super::COVER_RETRY_AFTER_SECS),
+    );
 }
 
 fn validators(etag: String) -> Validators {

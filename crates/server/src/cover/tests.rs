@@ -336,3 +336,88 @@ fn a_cover_too_large_to_decode_is_a_clear_error() {
     );
     assert!(err.to_string().contains("30000×30000"), "{err}");
 }
+
+#[test]
+fn sizes_snap_up_to_the_standard_ones_and_share_one_cover() {
+    assert_eq!(snap(None), None);
+    assert_eq!(snap(Some(1)), Some(32));
+    assert_eq!(snap(Some(100)), Some(128));
+    assert_eq!(snap(Some(128)), Some(128));
+    assert_eq!(snap(Some(129)), Some(160));
+    assert_eq!(snap(Some(699)), Some(1024));
+    assert_eq!(snap(Some(2049)), None, "above the largest: the source");
+    let f = Fixture::new();
+    song(&f.root, "S/N/01.wav", "S", "N", None);
+    std::fs::write(
+        f.root.join("S/N/cover.png"),
+        picture(900, 900, ImageFormat::Png, 5),
+    )
+    .unwrap();
+    let (music, cat) = f.scan();
+    let covers = Covers::without_cache();
+    let id = song_id(&cat, "01.wav");
+    let l = |size| covers.lookup(&music, &cat, &id, Some(size)).unwrap();
+    assert_eq!(l(100).etag(), l(128).etag());
+    assert_ne!(l(100).etag(), l(129).etag());
+    let c = covers.render(&l(250)).unwrap();
+    assert_eq!((c.mime, dims(&c)), ("image/jpeg", (256, 256)));
+}
+
+#[tokio::test]
+async fn concurrent_requests_for_one_cover_wait_for_one_resize() {
+    let f = Fixture::new();
+    song(&f.root, "D/E/01.wav", "D", "E", None);
+    std::fs::write(
+        f.root.join("D/E/cover.png"),
+        picture(900, 900, ImageFormat::Png, 7),
+    )
+    .unwrap();
+    let (music, cat) = f.scan();
+    let covers = Arc::new(Covers::without_cache());
+    let id = song_id(&cat, "01.wav");
+    let l = covers.lookup(&music, &cat, &id, Some(300)).unwrap();
+    // Both workers busy: the requests below can only queue.
+    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let mut blockers = Vec::new();
+    for user in ["x", "y"] {
+        let (c, g) = (covers.clone(), gate.clone());
+        blockers.push(tokio::spawn(async move {
+            c.pool
+                .run(user, move || {
+                    let mut open = lock(&g.0);
+                    while !*open {
+                        open = g.1.wait(open).unwrap();
+                    }
+                })
+                .await
+        }));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while covers.load() != (2, 0) {
+        assert!(std::time::Instant::now() < deadline, "{:?}", covers.load());
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    let mut asks = Vec::new();
+    for user in ["ann", "bob", "ann", "cid", "bob"] {
+        let (c, l) = (covers.clone(), l.clone());
+        asks.push(tokio::spawn(async move { c.make(l, user).await }));
+    }
+    while lock(&covers.making).len() != 1 || covers.load() != (2, 1) {
+        assert!(std::time::Instant::now() < deadline, "{:?}", covers.load());
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    // Let every request arrive: still one resize queued.
+    tokio::task::yield_now().await;
+    assert_eq!(covers.load(), (2, 1));
+    *lock(&gate.0) = true;
+    gate.1.notify_all();
+    let mut made = Vec::new();
+    for a in asks {
+        made.push(a.await.unwrap().unwrap().data);
+    }
+    assert!(made.windows(2).all(|w| w[0] == w[1]));
+    for b in blockers {
+        b.await.unwrap().unwrap();
+    }
+    assert!(lock(&covers.making).is_empty());
+}

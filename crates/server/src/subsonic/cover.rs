@@ -11,17 +11,24 @@ use crate::cover::CoverError;
 /// `getCoverArt?id=…&size=N`: the image with its longer side at `size`
 /// pixels (never scaled up), or as it is without a positive `size`. An
 /// unknown id or an id without art is error 70; a cover that cannot be
-/// decoded (and no other to fall back on) is error 0 with the reason.
+/// decoded (and no other to fall back on) is error 0 with the reason; a
+/// cover the server has no time to make now is error 0 with HTTP 503 and
+/// `Retry-After`.
 pub(crate) async fn cover_art(c: Ctx, headers: &HeaderMap) -> Result<Response, Fail> {
     let id = c.req("id")?.to_owned();
     let size = c
         .int("size")?
         .filter(|&s| s > 0)
         .map(|s| u32::try_from(s).unwrap_or(u32::MAX));
-    crate::cover::answer(&c.state, id, size, headers)
-        .await
-        .map_err(|e| match e {
-            CoverError::NoSuchId(_) | CoverError::NotFound(_) => not_found("Cover art"),
-            e => Fail(0, e.to_string()),
-        })
+    match crate::cover::answer(&c.state, id, size, headers, &c.user).await {
+        Ok(r) => Ok(r),
+        Err(CoverError::NoSuchId(_) | CoverError::NotFound(_)) => Err(not_found("Cover art")),
+        Err(e @ CoverError::Busy(_)) => {
+            let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
+            let mut r = super::response::error(0, &e.to_string(), &fmt);
+            crate::cover::busy_headers(&mut r);
+            Ok(r)
+        }
+        Err(e) => Err(Fail(0, e.to_string())),
+    }
 }

@@ -8,6 +8,8 @@
 //! ffmpeg = "/usr/bin/ffmpeg"   # default: "ffmpeg" on PATH
 //! max_concurrent = 4           # default: the number of cores
 //! queue = 64                   # encodes waiting for a slot; more get 503
+//! queue_timeout = 30           # seconds a request waits for a slot; then 503
+//! stall_timeout = 20           # seconds a client may fall behind; then cut off
 //! default_format = "mp3"       # when only maxBitRate asks for less
 //! cache_budget = "2GiB"        # the own cache, without a hot tier
 //!
@@ -31,6 +33,13 @@ use spindle_tiers::config::ConfigError as FileError;
 pub const CACHE_BUDGET: u64 = 2 << 30;
 /// Encodes that may wait for a slot before requests are refused with 503.
 pub const QUEUE: usize = 64;
+/// How long a request waits for an encode slot before it is answered
+/// 503 with `Retry-After`: 30 seconds.
+pub const QUEUE_TIMEOUT_SECS: u64 = 30;
+/// The window over which a live transcode's client must take a quarter of
+/// its bitrate, else the encode is stopped and its slot freed: 20
+/// seconds ([`super::ffmpeg::Pace`]).
+pub const STALL_TIMEOUT_SECS: u64 = 20;
 /// The folder of the own cache, under the data dir.
 pub const CACHE_DIR: &str = "transcode-cache";
 
@@ -44,6 +53,10 @@ pub struct TranscodeConfig {
     pub max_concurrent: usize,
     /// Encodes waiting for a slot at most ([`QUEUE`]).
     pub queue: usize,
+    /// How long a request waits for a slot ([`QUEUE_TIMEOUT_SECS`]).
+    pub queue_timeout: std::time::Duration,
+    /// The window of a client's minimum pace ([`STALL_TIMEOUT_SECS`]).
+    pub stall_timeout: std::time::Duration,
     /// The format when a request (or rule) limits the bitrate without
     /// naming one.
     pub default_format: Format,
@@ -62,6 +75,8 @@ impl Default for TranscodeConfig {
             ffmpeg: PathBuf::from("ffmpeg"),
             max_concurrent: std::thread::available_parallelism().map_or(2, |n| n.get()),
             queue: QUEUE,
+            queue_timeout: std::time::Duration::from_secs(QUEUE_TIMEOUT_SECS),
+            stall_timeout: std::time::Duration::from_secs(STALL_TIMEOUT_SECS),
             default_format: Format::Mp3,
             cache_dir: None,
             cache_budget: CACHE_BUDGET,
@@ -115,6 +130,8 @@ struct RawTranscode {
     ffmpeg: Option<PathBuf>,
     max_concurrent: Option<usize>,
     queue: Option<usize>,
+    queue_timeout: Option<u64>,
+    stall_timeout: Option<u64>,
     default_format: Option<String>,
     cache_dir: Option<PathBuf>,
     cache_budget: Option<toml::Value>,
@@ -172,6 +189,20 @@ impl TranscodeConfig {
         }
         if let Some(q) = t.queue {
             cfg.queue = q;
+        }
+        for (name, value, field) in [
+            ("queue_timeout", t.queue_timeout, &mut cfg.queue_timeout),
+            ("stall_timeout", t.stall_timeout, &mut cfg.stall_timeout),
+        ] {
+            match value {
+                Some(0) => {
+                    return Err(invalid(format!(
+                        "{name} = 0: give the number of seconds, 1 or more"
+                    )))
+                }
+                Some(n) => *field = std::time::Duration::from_secs(n),
+                None => {}
+            }
         }
         if let Some(f) = t.default_format {
             cfg.default_format = Format::parse(&f)
@@ -261,6 +292,8 @@ other = "sections are ignored"
 ffmpeg = "/opt/ffmpeg"
 max_concurrent = 2
 queue = 5
+queue_timeout = 7
+stall_timeout = 9
 default_format = "opus"
 cache_budget = "100MiB"
 
@@ -278,6 +311,8 @@ format = "raw"
         .unwrap();
         assert_eq!(c.ffmpeg, PathBuf::from("/opt/ffmpeg"));
         assert_eq!((c.max_concurrent, c.queue), (2, 5));
+        assert_eq!(c.queue_timeout, std::time::Duration::from_secs(7));
+        assert_eq!(c.stall_timeout, std::time::Duration::from_secs(9));
         assert_eq!(c.default_format, Format::Opus);
         assert_eq!(c.cache_budget, 100 << 20);
         assert_eq!(c.rules.len(), 2);
@@ -297,6 +332,7 @@ format = "raw"
     fn mistakes_are_named_with_their_rule() {
         for (text, want) in [
             ("[transcode]\nmax_concurrent = 0\n", "max_concurrent = 0"),
+            ("[transcode]\nstall_timeout = 0\n", "stall_timeout = 0"),
             (
                 "[transcode]\n[[transcode.rule]]\nformat = \"wma\"\n",
                 "rule 1: unknown format",

@@ -11,11 +11,14 @@
 //!   that looks complete.
 //! - A client that leaves (the body dropped) kills ffmpeg at once and the
 //!   pump reaps it: no zombie, no orphan, and its copy is discarded.
+//! - A client that falls behind the minimum pace ([`super::pace`]) is
+//!   cut off the same way, its body ending with an error.
 //! - The slot ([`super::gate::Permit`]) is held until ffmpeg is reaped.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -24,6 +27,7 @@ use tokio::sync::mpsc;
 
 use super::cache::Cache;
 use super::gate::Permit;
+use super::pace::{Pace, Progress};
 use super::plan::Target;
 use spindle_tiers::hot::HotWriter;
 
@@ -299,16 +303,48 @@ fn nothing(err: &str, expected: f64) -> String {
 pub(crate) fn pump(
     s: Started,
     copy: Option<(Arc<Cache>, HotWriter)>,
+    pace: Option<(Pace, Arc<Progress>)>,
 ) -> mpsc::Receiver<std::io::Result<Bytes>> {
     let (tx, rx) = mpsc::channel(QUEUED_CHUNKS);
-    tokio::spawn(run_pump(s, copy, tx));
+    tokio::spawn(run_pump(s, copy, tx, pace));
     rx
+}
+
+/// Sends `chunk` to the client, judging its pace meanwhile: `Err` with
+/// the reason when it fell behind, `Ok(false)` when it left.
+async fn send_paced(
+    tx: &mpsc::Sender<std::io::Result<Bytes>>,
+    chunk: Bytes,
+    pace: &mut Option<(Pace, Arc<Progress>)>,
+    tick: &mut tokio::time::Interval,
+) -> Result<bool, String> {
+    let Some((judge, progress)) = pace.as_mut() else {
+        return Ok(tx.send(Ok(chunk)).await.is_ok());
+    };
+    let send = tx.send(Ok(chunk));
+    tokio::pin!(send);
+    loop {
+        tokio::select! {
+            r = &mut send => return Ok(r.is_ok()),
+            now = tick.tick() => {
+                if judge.too_slow(now.into_std(), progress.taken()) {
+                    progress.cut();
+                    return Err(format!(
+                        "the client took less than {} bytes in {:?}: cut off to free the slot",
+                        judge.min_bytes(),
+                        tick.period() * 4,
+                    ));
+                }
+            }
+        }
+    }
 }
 
 async fn run_pump(
     s: Started,
     mut copy: Option<(Arc<Cache>, HotWriter)>,
     tx: mpsc::Sender<std::io::Result<Bytes>>,
+    mut pace: Option<(Pace, Arc<Progress>)>,
 ) {
     let Started {
         first,
@@ -322,6 +358,12 @@ async fn run_pump(
         expected,
     } = s;
     let mut next = Some(first);
+    let period = pace
+        .as_ref()
+        .map_or(Duration::from_secs(3600), |(p, _)| p.tick());
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut slow = false;
     let outcome: Result<(), String> = loop {
         if let Some(chunk) = next.take() {
             if let Some((_, w)) = copy.as_mut() {
@@ -330,13 +372,24 @@ async fn run_pump(
                     copy = None;
                 }
             }
-            if tx.send(Ok(chunk)).await.is_err() {
-                break Err(String::new());
+            match send_paced(&tx, chunk, &mut pace, &mut tick).await {
+                Ok(true) => {}
+                Ok(false) => break Err(String::new()),
+                Err(e) => {
+                    slow = true;
+                    break Err(e);
+                }
             }
         }
         let mut buf = vec![0u8; CHUNK];
         tokio::select! {
             () = tx.closed() => break Err(String::new()),
+            // Waiting for ffmpeg is not the client's fault: only noted.
+            now = tick.tick() => {
+                if let Some((judge, progress)) = pace.as_mut() {
+                    judge.too_slow(now.into_std(), progress.taken());
+                }
+            }
             r = stdout.read(&mut buf) => match r {
                 Ok(0) => break Ok(()),
                 Ok(n) => {
@@ -360,6 +413,12 @@ async fn run_pump(
     drop(permit);
     if left {
         tracing::debug!(path = %path.display(), "transcode to {format} stopped: the client left");
+        return;
+    }
+    if slow {
+        // The client reads too little to take an error frame: the body
+        // sees the cut when it is next polled, or the connection closes.
+        tracing::info!(path = %path.display(), "transcode of {} to {format} stopped: {}", path.display(), outcome.err().unwrap_or_default());
         return;
     }
     let failure = match (outcome, status) {

@@ -1,21 +1,30 @@
-//! The encode slots: at most `max` encodes run at once; up to `queue`
-//! more wait, served round-robin by user so that one user asking for many
-//! transcodes at once (a playlist sync) cannot starve another's single
-//! stream; beyond that a request is refused at once ([`Busy`]).
+//! The encode slots, a [`crate::fair::FairQueue`]: at most `max`
+//! encodes run at once, one user's at most half of them; up to `queue`
+//! more wait, half of them at most one user's, served round-robin
+//! by user so that one user asking for many transcodes at once (a
+//! playlist sync) cannot starve another's single stream; beyond that a
+//! request is refused at once ([`Busy`]), and a request that waited
+//! `deadline` without a slot is refused then.
 //!
 //! A slot is a [`Permit`], released when dropped. A waiter that gives up
-//! (its client left) is skipped when its turn comes; a slot handed to a
-//! waiter that left at that very moment comes back with the dropped
-//! permit, so no slot is ever lost.
+//! (its client left, or its deadline passed) leaves the queue; a slot
+//! handed to a waiter that left at that very moment comes back with the
+//! dropped permit, so no slot is ever lost.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use crate::fair::{Admitted, FairQueue, Limits};
 use crate::state::lock;
 
-/// Every slot is taken and the queue is full.
+/// The user whose slots the preparations of next tracks take
+/// ([`Gate::try_acquire`]): they are one more user, within its share.
+const PREPARE: &str = "\0prepare";
+
+/// No slot for this request: every slot is taken and the queue (or the
+/// user's share of it) is full, or it waited too long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the server is transcoding as much as it can ({running} running, {waiting} waiting); retry in a few seconds")]
 pub struct Busy {
@@ -25,150 +34,103 @@ pub struct Busy {
 
 /// The slots; shared as `Arc<Gate>`.
 pub struct Gate {
-    max: usize,
-    queue: usize,
-    inner: Mutex<Waiting>,
-}
-
-#[derive(Default)]
-struct Waiting {
-    running: usize,
-    /// Waiters per user, and the users with waiters in turn order.
-    by_user: HashMap<String, VecDeque<oneshot::Sender<Permit>>>,
-    turn: VecDeque<String>,
-    count: usize,
+    deadline: Duration,
+    inner: Mutex<FairQueue<oneshot::Sender<Permit>>>,
 }
 
 /// A running encode's slot.
 pub struct Permit {
     gate: Arc<Gate>,
+    user: String,
     armed: bool,
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
         if self.armed {
-            self.gate.release();
+            self.gate.release(&self.user);
         }
     }
 }
 
 impl Gate {
-    pub fn new(max: usize, queue: usize) -> Arc<Gate> {
+    /// `max` slots and `queue` places, whose waiters give up after
+    /// `deadline`.
+    pub fn new(max: usize, queue: usize, deadline: Duration) -> Arc<Gate> {
         Arc::new(Gate {
-            max: max.max(1),
-            queue,
-            inner: Mutex::new(Waiting::default()),
+            deadline,
+            inner: Mutex::new(FairQueue::new(Limits::shared(max, queue))),
         })
     }
 
     /// (running, waiting).
     pub fn load(&self) -> (usize, usize) {
-        let w = lock(&self.inner);
-        (w.running, w.count)
+        lock(&self.inner).load()
+    }
+
+    fn permit(self: &Arc<Self>, user: &str) -> Permit {
+        Permit {
+            gate: self.clone(),
+            user: user.to_owned(),
+            armed: true,
+        }
+    }
+
+    fn busy(&self) -> Busy {
+        let (running, waiting) = self.load();
+        Busy { running, waiting }
     }
 
     /// A slot now if one is free and nobody waits (background work that
     /// must never delay a request).
     pub fn try_acquire(self: &Arc<Self>) -> Option<Permit> {
-        let mut w = lock(&self.inner);
-        if w.running < self.max && w.count == 0 {
-            w.running += 1;
-            return Some(Permit {
-                gate: self.clone(),
-                armed: true,
-            });
-        }
-        None
+        lock(&self.inner)
+            .try_start(PREPARE)
+            .then(|| self.permit(PREPARE))
     }
 
-    /// A slot for `user`: at once when one is free and nobody waits,
-    /// else after the waiters before it (round-robin by user); [`Busy`]
-    /// when the queue is full.
+    /// A slot for `user`: at once when one is free, the user within its
+    /// share and nobody waits, else after the waiters before it
+    /// (round-robin by user); [`Busy`] when the queue or the user's share
+    /// of it is full, or when no slot came within the deadline.
     pub async fn acquire(self: &Arc<Self>, user: &str) -> Result<Permit, Busy> {
-        let rx = {
-            let mut w = lock(&self.inner);
-            if w.running < self.max && w.count == 0 {
-                w.running += 1;
-                return Ok(Permit {
-                    gate: self.clone(),
-                    armed: true,
-                });
-            }
-            if w.count >= self.queue {
-                // Waiters whose clients left still count until their turn:
-                // drop them first.
-                let mut gone = 0;
-                for q in w.by_user.values_mut() {
-                    let before = q.len();
-                    q.retain(|tx| !tx.is_closed());
-                    gone += before - q.len();
+        let (tx, mut rx) = oneshot::channel();
+        let id = {
+            let mut q = lock(&self.inner);
+            // Waiters whose clients left still count until their turn:
+            // drop them first.
+            q.retain(|tx| !tx.is_closed());
+            match q.admit(user, tx) {
+                Ok(Admitted::Now(_)) => return Ok(self.permit(user)),
+                Ok(Admitted::Queued(id)) => id,
+                Err(full) => {
+                    return Err(Busy {
+                        running: full.running,
+                        waiting: full.waiting,
+                    })
                 }
-                w.count -= gone;
-                w.by_user.retain(|_, q| !q.is_empty());
-                let users: Vec<String> = w.by_user.keys().cloned().collect();
-                w.turn.retain(|u| users.contains(u));
             }
-            if w.count >= self.queue {
-                return Err(Busy {
-                    running: w.running,
-                    waiting: w.count,
-                });
-            }
-            let (tx, rx) = oneshot::channel();
-            let q = w.by_user.entry(user.to_owned()).or_default();
-            if q.is_empty() {
-                w.turn.push_back(user.to_owned());
-            }
-            // The entry is there: `or_default` above made it.
-            if let Some(q) = w.by_user.get_mut(user) {
-                q.push_back(tx);
-            }
-            w.count += 1;
-            rx
         };
-        // The sender is only dropped after a permit was sent through it.
-        rx.await.map_err(|_| Busy {
-            running: self.max,
-            waiting: 0,
-        })
+        match tokio::time::timeout(self.deadline, &mut rx).await {
+            Ok(r) => r.map_err(|_| self.busy()),
+            Err(_) => {
+                let busy = self.busy();
+                if lock(&self.inner).cancel(user, id).is_some() {
+                    return Err(busy);
+                }
+                // Its turn came just now: the permit is on its way.
+                rx.await.map_err(|_| busy)
+            }
+        }
     }
 
-    /// Hands the slot to the next waiter in turn, or frees it.
-    fn release(self: &Arc<Self>) {
-        loop {
-            let tx = {
-                let mut w = lock(&self.inner);
-                let Some(user) = w.turn.pop_front() else {
-                    w.running -= 1;
-                    return;
-                };
-                let (tx, left) = match w.by_user.get_mut(&user) {
-                    Some(q) => (q.pop_front(), q.len()),
-                    None => (None, 0),
-                };
-                if left > 0 {
-                    w.turn.push_back(user);
-                } else {
-                    w.by_user.remove(&user);
-                }
-                match tx {
-                    Some(tx) => {
-                        w.count -= 1;
-                        tx
-                    }
-                    None => continue,
-                }
-            };
-            let p = Permit {
-                gate: self.clone(),
-                armed: true,
-            };
-            match tx.send(p) {
-                Ok(()) => return,
-                // That waiter left: the slot goes to the next one.
-                Err(mut p) => p.armed = false,
-            }
+    /// Frees `user`'s slot and hands slots to the waiters in turn.
+    fn release(self: &Arc<Self>, user: &str) {
+        let next = lock(&self.inner).finish(user);
+        for (user, tx) in next {
+            // A waiter that left at this moment drops the permit, whose
+            // release hands the slot on.
+            let _ = tx.send(self.permit(&user));
         }
     }
 }
@@ -176,49 +138,88 @@ impl Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::Instant;
+
+    async fn until(what: &str, mut f: impl FnMut() -> bool) {
+        let end = Instant::now() + Duration::from_secs(10);
+        while !f() {
+            assert!(Instant::now() < end, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
 
     #[tokio::test]
-    async fn slots_are_capped_and_a_full_queue_refuses() {
-        let g = Gate::new(2, 1);
+    async fn one_user_holds_half_the_slots_and_half_the_queue_and_another_gets_in() {
+        let g = Gate::new(2, 4, Duration::from_secs(30));
         let a = g.acquire("ann").await.unwrap();
-        let _b = g.acquire("ann").await.unwrap();
-        let g2 = g.clone();
-        let waiter = tokio::spawn(async move { g2.acquire("bob").await.map(|_| ()) });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(g.load(), (2, 1));
+        let mut waiters = Vec::new();
+        for _ in 0..2 {
+            let g2 = g.clone();
+            waiters.push(tokio::spawn(
+                async move { g2.acquire("ann").await.map(|_| ()) },
+            ));
+        }
+        // ann's share: one of the two slots, two of the four places.
+        until("ann's requests to queue", || g.load() == (1, 2)).await;
         assert_eq!(
-            g.acquire("cid").await.err(),
+            g.acquire("ann").await.err(),
             Some(Busy {
-                running: 2,
-                waiting: 1
+                running: 1,
+                waiting: 2
             })
         );
+        // bob is served at once, by the slot ann may not take.
+        let b = tokio::time::timeout(Duration::from_secs(5), g.acquire("bob"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(g.load(), (2, 2));
         assert!(
             g.try_acquire().is_none(),
             "background work never jumps the queue"
         );
         drop(a);
-        waiter.await.unwrap().unwrap();
-        assert_eq!(g.load(), (1, 0));
+        drop(b);
+        for w in waiters {
+            w.await.unwrap().unwrap();
+        }
+        assert_eq!(g.load(), (0, 0));
         assert!(g.try_acquire().is_some());
     }
 
     #[tokio::test]
+    async fn a_request_that_waits_past_the_deadline_is_refused_and_leaves_the_queue() {
+        let g = Gate::new(1, 4, Duration::from_millis(50));
+        let a = g.acquire("ann").await.unwrap();
+        let started = Instant::now();
+        assert_eq!(
+            g.acquire("bob").await.err(),
+            Some(Busy {
+                running: 1,
+                waiting: 1
+            })
+        );
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        assert_eq!(g.load(), (1, 0));
+        drop(a);
+        let _b = g.acquire("bob").await.unwrap();
+    }
+
+    #[tokio::test]
     async fn waiters_are_served_round_robin_by_user() {
-        let g = Gate::new(1, 10);
+        let g = Gate::new(1, 10, Duration::from_secs(30));
         let first = g.acquire("ann").await.unwrap();
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         for (n, user) in ["ann", "ann", "ann", "bob"].into_iter().enumerate() {
-            let (g, order) = (g.clone(), order.clone());
+            let (g2, order) = (g.clone(), order.clone());
             tasks.push(tokio::spawn(async move {
-                let p = g.acquire(user).await.unwrap();
+                let p = g2.acquire(user).await.unwrap();
                 lock(&order).push(format!("{user}{n}"));
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 drop(p);
             }));
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            until("the request to queue", || g.load() == (1, n + 1)).await;
         }
         drop(first);
         for t in tasks {
@@ -231,13 +232,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiter_that_leaves_loses_no_slot() {
-        let g = Gate::new(1, 10);
+        let g = Gate::new(1, 10, Duration::from_secs(30));
         let p = g.acquire("ann").await.unwrap();
         let g2 = g.clone();
         let gone = tokio::spawn(async move {
             let _ = g2.acquire("bob").await;
         });
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        until("bob to queue", || g.load() == (1, 1)).await;
         gone.abort();
         let _ = gone.await;
         drop(p);

@@ -9,6 +9,7 @@
 //! - [`config`]: the `[transcode]` section and its rules.
 //! - [`gate`]: the encode slots and their fair queue.
 //! - [`ffmpeg`]: one encode, its pump to the client and its tee.
+//! - [`pace`]: the pace a client must keep to hold its slot.
 //! - [`cache`]: finished transcodes in the hot folder.
 //!
 //! A request goes: plan → cache (a hot copy is served like any file,
@@ -21,6 +22,7 @@ pub mod config;
 pub mod ffmpeg;
 pub mod format;
 pub mod gate;
+pub mod pace;
 pub mod plan;
 pub mod prepare;
 
@@ -78,7 +80,7 @@ pub struct Transcoder {
 impl Transcoder {
     pub fn new(cfg: TranscodeConfig) -> Transcoder {
         Transcoder {
-            gate: gate::Gate::new(cfg.max_concurrent, cfg.queue),
+            gate: gate::Gate::new(cfg.max_concurrent, cfg.queue, cfg.queue_timeout),
             cfg,
             cache: OnceCell::new(),
             tasks: std::sync::Mutex::new(tokio::task::JoinSet::new()),
@@ -349,7 +351,9 @@ pub async fn serve(
         (Some(c), true) => c.writer(&key, estimated).map(|w| (c.clone(), w)),
         _ => None,
     };
-    let rx = ffmpeg::pump(started, copy);
+    let progress = Arc::new(pace::Progress::default());
+    let judge = pace::Pace::new(tc.cfg.stall_timeout, t.bitrate, std::time::Instant::now());
+    let rx = ffmpeg::pump(started, copy, Some((judge, progress.clone())));
     if let Some(n) = next {
         prepare::spawn(st, n, t);
     }
@@ -357,6 +361,7 @@ pub async fn serve(
         rx,
         limit: estimate.then_some(estimated),
         sent: 0,
+        progress,
     });
     let sent = Sent {
         status: 200,
@@ -383,11 +388,14 @@ pub fn error_response(e: &TranscodeError) -> Response {
 /// A live transcode's body: ffmpeg's output as the pump sends it; an
 /// error from the pump aborts the connection. With a `limit` (the
 /// estimated length) the body is exactly that long: cut, or padded with
-/// zeros once ffmpeg finished.
+/// zeros once ffmpeg finished. What it hands on is the client's
+/// progress ([`pace`]); once the pump cut the client off, the body ends
+/// with an error.
 struct Live {
     rx: mpsc::Receiver<std::io::Result<Bytes>>,
     limit: Option<u64>,
     sent: u64,
+    progress: Arc<pace::Progress>,
 }
 
 impl http_body::Body for Live {
@@ -398,6 +406,11 @@ impl http_body::Body for Live {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
+        if self.progress.is_cut() {
+            return Poll::Ready(Some(Err(std::io::Error::other(
+                "the client read too slowly: the transcode was stopped",
+            ))));
+        }
         let left = self.limit.map(|l| l.saturating_sub(self.sent));
         if left == Some(0) {
             return Poll::Ready(None);
@@ -410,6 +423,7 @@ impl http_body::Body for Live {
                     chunk.truncate(usize::try_from(left).unwrap_or(usize::MAX));
                 }
                 self.sent += chunk.len() as u64;
+                self.progress.took(chunk.len() as u64);
                 Poll::Ready(Some(Ok(http_body::Frame::data(chunk))))
             }
             Poll::Ready(None) => match left {

@@ -64,7 +64,7 @@ pub(crate) fn spawn(st: &AppState, next: Prepared, t: Target) {
                 return;
             }
         };
-        let mut rx = ffmpeg::pump(started, Some((cache.clone(), w)));
+        let mut rx = ffmpeg::pump(started, Some((cache.clone(), w)), None);
         while let Some(Ok(_)) = rx.recv().await {}
         tracing::debug!("prepared {} as {}", next.path.display(), t.variant());
     };

@@ -31,6 +31,7 @@ pub(super) async fn cover(
     if st.accounts.folders_of(&user).is_some() {
         let st2 = st.clone();
         let id2 = id.clone();
+        let user = user.clone();
         let visible = tokio::task::spawn_blocking(move || {
             let cat = st2.music.catalog(&st2.db);
             Access::of(&st2, &user).sees_id(&cat, &id2)
@@ -42,8 +43,13 @@ pub(super) async fn cover(
         }
     }
     let size = q.size.filter(|&s| s > 0);
-    match crate::cover::answer(&st, id, size, &h).await {
+    match crate::cover::answer(&st, id, size, &h, &user).await {
         Ok(r) => r,
+        Err(e @ CoverError::Busy(_)) => {
+            let mut r = err(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
+            crate::cover::busy_headers(&mut r);
+            r
+        }
         Err(e @ (CoverError::NoSuchId(_) | CoverError::NotFound(_))) => {
             err(StatusCode::NOT_FOUND, &e.to_string())
         }
