@@ -317,6 +317,7 @@ async fn send_paced(
     chunk: Bytes,
     pace: &mut Option<(Pace, Arc<Progress>)>,
     tick: &mut tokio::time::Interval,
+    permit: &Permit,
 ) -> Result<bool, String> {
     let Some((judge, progress)) = pace.as_mut() else {
         return Ok(tx.send(Ok(chunk)).await.is_ok());
@@ -327,7 +328,9 @@ async fn send_paced(
         tokio::select! {
             r = &mut send => return Ok(r.is_ok()),
             now = tick.tick() => {
-                if judge.too_slow(now.into_std(), progress.taken()) {
+                // A paused player keeps its encode while nobody else
+                // needs the slot.
+                if judge.too_slow(now.into_std(), progress.taken()) && permit.others_wait() {
                     progress.cut();
                     return Err(format!(
                         "the client took less than {} bytes in {:?}: cut off to free the slot",
@@ -372,7 +375,7 @@ async fn run_pump(
                     copy = None;
                 }
             }
-            match send_paced(&tx, chunk, &mut pace, &mut tick).await {
+            match send_paced(&tx, chunk, &mut pace, &mut tick, &permit).await {
                 Ok(true) => {}
                 Ok(false) => break Err(String::new()),
                 Err(e) => {

@@ -45,6 +45,14 @@ pub struct Permit {
     armed: bool,
 }
 
+impl Permit {
+    /// Whether a request waits for a slot: only then does a slow client
+    /// lose the one it holds ([`super::pace`]).
+    pub fn others_wait(&self) -> bool {
+        self.gate.load().1 > 0
+    }
+}
+
 impl Drop for Permit {
     fn drop(&mut self) {
         if self.armed {

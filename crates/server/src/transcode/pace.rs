@@ -6,9 +6,11 @@
 //! the client actually took (the body handed to the connection,
 //! [`Progress`]); over every window of `stall_timeout` (20 s by default,
 //! [`super::config::STALL_TIMEOUT_SECS`]) it must take at least a quarter
-//! of the output's bitrate ([`PACE_DIVISOR`]), else the encode is stopped,
-//! its slot freed and the connection aborted. A player that reads ahead
-//! and then at the pace of playback keeps four times that.
+//! of the output's bitrate ([`PACE_DIVISOR`]), else — when another request
+//! waits for a slot — the encode is stopped, its slot freed and the
+//! connection aborted. A paused player keeps its encode while nobody
+//! waits; a player that reads at the pace of playback keeps four times
+//! the minimum.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
