@@ -28,6 +28,7 @@ mod queue;
 mod radio;
 pub mod rating;
 pub mod response;
+mod privacy;
 pub(crate) mod scan;
 mod shares;
 #[cfg(test)]
