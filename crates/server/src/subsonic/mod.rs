@@ -24,11 +24,11 @@ mod lyrics;
 mod media;
 mod misc;
 mod podcast;
+mod privacy;
 mod queue;
 mod radio;
 pub mod rating;
 pub mod response;
-mod privacy;
 pub(crate) mod scan;
 mod shares;
 #[cfg(test)]

@@ -48,11 +48,7 @@ mod tests {
             .as_str()
             .unwrap()
             .to_owned();
-        let top = |r: &serde_json::Value| {
-            r["topSongs"]["song"]
-                .as_array()
-                .map_or(0, |a| a.len())
-        };
+        let top = |r: &serde_json::Value| r["topSongs"]["song"].as_array().map_or(0, |a| a.len());
         let p = [("artist", artist.as_str())];
         assert_eq!(top(&k.ok("bob", "getTopSongs", &p).await), 1);
         assert_eq!(top(&k.ok("ann", "getTopSongs", &p).await), 0);
