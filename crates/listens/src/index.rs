@@ -262,6 +262,19 @@ pub struct Loved {
     pub timestamp: i64,
 }
 
+/// One track of a user's history as recorded (or as corrected), with how
+/// many of their listens are of it and when the latest started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackTally {
+    pub mbid: String,
+    pub artist: String,
+    pub title: String,
+    pub album: String,
+    pub count: u32,
+    /// UNIX seconds.
+    pub last: i64,
+}
+
 /// Totals for user.getInfo.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct UserSummary {
@@ -617,6 +630,37 @@ impl Index {
             return false;
         };
         u.loved.contains_key(&(a, t))
+    }
+
+    /// Every distinct (MusicBrainz id, artist, title, album) of a user's
+    /// listens as they count now, tallied: one pass over the user's
+    /// listens, one allocation per distinct track.
+    pub(crate) fn track_tallies(&self, user: &str) -> Vec<TrackTally> {
+        let Some(u) = self.user(user) else {
+            return Vec::new();
+        };
+        let mut tally: IdMap<(u32, u32, u32, u32), (u32, i64)> = IdMap::default();
+        for &(_, i) in &u.by_time {
+            if let Some(r) = self.view(u, i) {
+                let e = tally
+                    .entry((r.mbid, r.artist, r.title, r.album))
+                    .or_insert((0, i64::MIN));
+                e.0 += 1;
+                e.1 = e.1.max(r.ts);
+            }
+        }
+        let s = |i: u32| self.strs.str(i).to_owned();
+        tally
+            .into_iter()
+            .map(|((m, a, t, al), (count, last))| TrackTally {
+                mbid: s(m),
+                artist: s(a),
+                title: s(t),
+                album: s(al),
+                count,
+                last,
+            })
+            .collect()
     }
 
     pub(crate) fn summary(&self, user: &str) -> UserSummary {

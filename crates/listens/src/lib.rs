@@ -61,7 +61,9 @@ pub use correction::{
 };
 pub use error::{AppendError, CorrectionError, OpenError};
 pub use import::{parse_export, ImportError};
-pub use index::{Chart, ChartKind, ChartQuery, ChartRow, Loved, Page, RecentQuery, UserSummary};
+pub use index::{
+    Chart, ChartKind, ChartQuery, ChartRow, Loved, Page, RecentQuery, TrackTally, UserSummary,
+};
 pub use limits::{check_love_limits, LimitError};
 pub use model::{Event, Listen};
 pub use normalise::normalise;

@@ -12,7 +12,9 @@ use std::time::Duration;
 use crate::batch::{DedupeHasher, Prepared, Seen};
 use crate::correction::Corrected;
 use crate::error::{AppendError, OpenError};
-use crate::index::{Chart, ChartKind, ChartQuery, Index, Loved, Page, RecentQuery, UserSummary};
+use crate::index::{
+    Chart, ChartKind, ChartQuery, Index, Loved, Page, RecentQuery, TrackTally, UserSummary,
+};
 use crate::log::GroupLog;
 use crate::model::{encode_listen, encode_love, EventRef, Listen};
 
@@ -290,6 +292,12 @@ impl Listens {
 
     pub fn is_loved(&self, user: &str, artist: &str, title: &str) -> bool {
         self.index().is_loved(user, artist, title)
+    }
+
+    /// A user's listens tallied by track ([`TrackTally`]), for indexes
+    /// kept beside the history (the server's per-user play counts).
+    pub fn track_tallies(&self, user: &str) -> Vec<TrackTally> {
+        self.index().track_tallies(user)
     }
 
     /// Play count and first listen of a user.

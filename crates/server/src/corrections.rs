@@ -141,6 +141,8 @@ impl AppState {
             Action::Undo(id) => self.listens.undo(user, id, now)?,
         };
         self.linker.send_corrected(&done);
+        self.plays
+            .rebuild_user(&self.listens, &self.db.read(), user);
         if let Some(feed) = &self.feed {
             feed.send_corrected(&done, now);
         }

@@ -63,6 +63,7 @@ pub mod music;
 pub mod offline;
 pub mod params;
 pub mod pins;
+mod plays;
 pub mod proxy;
 pub mod pull;
 pub mod query_budget;

@@ -82,9 +82,10 @@ pub fn check(state: &AppState, l: &Listen, timed: bool) -> Result<(), Ignored> {
     Ok(())
 }
 
-/// Stores listens that passed [`check`]; returns once they are on disk.
-/// The listens move to a blocking thread and on to the library linker:
-/// nothing is copied.
+/// Stores listens that passed [`check`]; returns once they are on disk
+/// and counted in their user's plays ([`crate::plays`]). The listens
+/// move to a blocking thread and on to the library linker: nothing is
+/// copied.
 pub async fn store(state: &AppState, listens: Vec<Listen>) -> Result<Vec<Submitted>, AppendError> {
     let songs = listens.into_iter().map(|l| (l, None)).collect();
     store_songs(state, songs).await
@@ -103,24 +104,25 @@ pub async fn store_songs(
     }
     let st = state.clone();
     let out = tokio::task::spawn_blocking(move || {
-        let res = st.listens.submit(&listens);
-        (res, listens)
+        let out = st.listens.submit(&listens)?;
+        let fresh: Vec<(Listen, Option<u32>)> = listens
+            .into_iter()
+            .zip(entries)
+            .zip(&out)
+            .filter(|(_, s)| **s == Submitted::Accepted)
+            .map(|(le, _)| le)
+            .collect();
+        // Before the answer: the user reads their own plays at once.
+        st.plays.record(&st.db.read(), &fresh);
+        Ok::<_, AppendError>((out, fresh))
     })
     .await;
-    let (res, listens) = match out {
-        Ok(x) => x,
+    let (out, fresh) = match out {
+        Ok(x) => x?,
         Err(e) => return Err(AppendError::Io(format!("the writer task failed: {e}"))),
     };
-    let out = res?;
     // The feeders of linked services read what is now durable.
     state.forward.wake();
-    let fresh: Vec<(Listen, Option<u32>)> = listens
-        .into_iter()
-        .zip(entries)
-        .zip(&out)
-        .filter(|(_, s)| **s == Submitted::Accepted)
-        .map(|(le, _)| le)
-        .collect();
     state.clear_now_playing_of(fresh.iter().map(|(l, _)| l));
     if let Some(feed) = &state.feed {
         feed.send(fresh.iter().map(|(l, _)| l.clone()).collect());
@@ -169,6 +171,9 @@ impl AppState {
                 .map(|(l, _)| l.clone())
                 .collect();
             added += fresh.len();
+            let songs: Vec<(Listen, Option<u32>)> =
+                fresh.iter().map(|l| (l.clone(), None)).collect();
+            self.plays.record(&self.db.read(), &songs);
             self.linker.send(fresh);
         }
         self.flush_library_links();

@@ -219,6 +219,8 @@ pub struct AppState {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) live: Arc<Live>,
     pub(crate) linker: Arc<Linker>,
+    /// Play counts and last plays per user ([`crate::plays`]).
+    pub(crate) plays: Arc<crate::plays::Plays>,
     /// Where accepted listens raise popularity, when the music side has
     /// storage tiers.
     pub(crate) feed: Option<Arc<TierFeed>>,
@@ -291,6 +293,11 @@ impl AppState {
         clock: Arc<dyn Clock>,
     ) -> Self {
         let linker = Arc::new(crate::link::start(db.clone()));
+        let plays = Arc::new(crate::plays::Plays::build(
+            &listens,
+            &db.read(),
+            &accounts.user_names(),
+        ));
         let queries = Arc::new(crate::query_budget::QueryPool::new(config.query_time));
         let bodies = crate::body::Bodies::new(&config);
         let guard = Arc::new(crate::auth_guard::AuthGuard::new(
@@ -312,6 +319,7 @@ impl AppState {
             metrics: Arc::default(),
             live: Arc::new(Live::default()),
             linker,
+            plays,
             feed: None,
             queries,
             bodies,

@@ -1,30 +1,38 @@
 //! Per-user data: the Subsonic API's stars, playlists, album and artist
-//! ratings, play queues and bookmarks, each user's settings (whether
-//! their listening history is public), and the server's internet radio
-//! stations and share links, kept in one JSON document
-//! `DATA_DIR/subsonic/userdata.json`, rewritten whole on every change
-//! (written to a temporary file, fsynced, renamed over the old one), so a
-//! crash leaves the old or the new state, never a mix. A change another
-//! process made to the file (`spindle user privacy` beside a running
-//! server) is read back before the next change and before a setting is
-//! read. The format, field by field: `docs/userdata-format.md`.
+//! ratings, play queues, bookmarks and share links, one JSON file per user
+//! (`DATA_DIR/subsonic/user-HEX.json`); and in
+//! `DATA_DIR/subsonic/userdata.json` each user's settings (whether their
+//! listening history is public) and the server's internet radio stations.
+//! A file is rewritten whole on a change of its data (written to a
+//! temporary file, fsynced, renamed over the old one), so a crash leaves
+//! the old or the new state, never a mix; one user's change writes their
+//! file only, and waits for no other user's write ([`slot`]). A change
+//! another process made to a file (`spindle user privacy` beside a running
+//! server) is read back before the next change of it and before a setting
+//! is read. An older single `userdata.json` holding every user's data is
+//! split into the per-user files when opened. The format, field by field:
+//! `docs/userdata-format.md`.
 //!
 //! Stars and ratings are by the id a client sees (song, `al-…` album,
 //! `ar-…` artist); song ratings live in the library instead
 //! ([`crate::subsonic`]'s `setRating`). Playlists, play queues, bookmarks
 //! and shares hold entry ids; a song whose entry is gone is skipped when
-//! they are shown. Every list a client can grow has a limit (the `MAX_`
-//! constants), so the file stays small enough to rewrite on each change.
+//! they are shown. Everything a user can store has a limit per user (the
+//! `MAX_` constants, listed in `docs/security.md`), so a file stays small
+//! enough to rewrite on each change. Every method that writes blocks on
+//! an fsync: call it from a blocking thread.
+
+mod slot;
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 
-use crate::state::lock;
+use slot::{io, make_private, read_json, Slot};
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -32,6 +40,9 @@ pub enum UserDataError {
     /// A list would grow past its limit.
     #[error("at most {max} {what} are kept: delete some first")]
     TooMany { what: &'static str, max: usize },
+    /// A text is longer than its limit.
+    #[error("the {what} is over {max} bytes: shorten it")]
+    TooLong { what: &'static str, max: usize },
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -59,6 +70,14 @@ pub struct Playlist {
     pub changed: i64,
 }
 
+/// Playlists of one user.
+pub const MAX_PLAYLISTS: usize = 500;
+/// Songs in one playlist.
+pub const MAX_PLAYLIST_SONGS: usize = 5_000;
+/// Bytes of a playlist's name.
+pub const MAX_PLAYLIST_NAME: usize = 1_024;
+/// Bytes of a playlist's comment.
+pub const MAX_PLAYLIST_COMMENT: usize = 4_096;
 /// Songs in one play queue.
 pub const MAX_QUEUE_SONGS: usize = 10_000;
 /// Bookmarks of one user.
@@ -137,13 +156,17 @@ impl Share {
     }
 }
 
+/// `userdata.json`: the server's parts (settings, stations). In version 1
+/// it held every user's parts too; those are split into the users' files
+/// when it is opened ([`UserData::open`]), and [`snapshot_document`]
+/// writes this form of the whole store.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Data {
     version: u32,
     next_playlist: u64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     starred: BTreeMap<String, BTreeMap<String, i64>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     playlists: BTreeMap<u64, Playlist>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     settings: BTreeMap<String, Settings>,
@@ -164,8 +187,84 @@ struct Data {
     shares: BTreeMap<String, Share>,
 }
 
+/// The version of `userdata.json` with the users' parts in their own files.
+const SPLIT_VERSION: u32 = 2;
+
+impl Data {
+    /// Takes every user's parts out, as the users' files.
+    fn split(&mut self) -> BTreeMap<String, Mine> {
+        let mut users: BTreeMap<String, Mine> = BTreeMap::new();
+        let next = self.next_playlist;
+        fn of<'a>(users: &'a mut BTreeMap<String, Mine>, u: &str, next: u64) -> &'a mut Mine {
+            users.entry(u.to_owned()).or_insert_with(|| Mine {
+                next_playlist: next,
+                ..Mine::of(u)
+            })
+        }
+        for (u, s) in std::mem::take(&mut self.starred) {
+            of(&mut users, &u, next).starred = s;
+        }
+        for (id, p) in std::mem::take(&mut self.playlists) {
+            of(&mut users, &p.owner.clone(), next)
+                .playlists
+                .insert(id, p);
+        }
+        for (u, r) in std::mem::take(&mut self.ratings) {
+            of(&mut users, &u, next).ratings = r;
+        }
+        for (u, q) in std::mem::take(&mut self.play_queues) {
+            of(&mut users, &u, next).play_queue = Some(q);
+        }
+        for (u, b) in std::mem::take(&mut self.bookmarks) {
+            of(&mut users, &u, next).bookmarks = b;
+        }
+        for (t, s) in std::mem::take(&mut self.shares) {
+            of(&mut users, &s.owner.clone(), next).shares.insert(t, s);
+        }
+        users
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// One user's file, `user-HEX.json`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Mine {
+    version: u32,
+    user: String,
+    /// At least one more than every playlist id this user was given (so
+    /// an id is never given twice, even after its playlist is deleted).
+    #[serde(default)]
+    next_playlist: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    starred: BTreeMap<String, i64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    playlists: BTreeMap<u64, Playlist>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    ratings: BTreeMap<String, u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    play_queue: Option<PlayQueue>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    bookmarks: BTreeMap<u32, Bookmark>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    shares: BTreeMap<String, Share>,
+}
+
+impl Mine {
+    fn of(user: &str) -> Mine {
+        Mine {
+            version: SPLIT_VERSION,
+            user: user.to_owned(),
+            ..Mine::default()
+        }
+    }
+
+    fn next_playlist(&self) -> u64 {
+        let after_last = self.playlists.keys().max().map_or(1, |id| id + 1);
+        self.next_playlist.max(after_last)
+    }
 }
 
 /// One user's settings; a user without an entry has the defaults.
@@ -178,52 +277,21 @@ pub struct Settings {
     pub listens_public: bool,
 }
 
-/// The folder under the data dir that holds `userdata.json`.
+/// The folder under the data dir that holds the user data files.
 pub const USERDATA_DIR: &str = "subsonic";
+/// The server's file in [`USERDATA_DIR`].
+pub const SERVER_FILE: &str = "userdata.json";
+/// What a user's file name starts with; the rest is the user name in
+/// lower-case hex, then `.json`.
+pub const USER_FILE_PREFIX: &str = "user-";
 
-/// The store; see the module doc.
-pub struct UserData {
-    path: Option<PathBuf>,
-    data: Mutex<Data>,
-    /// (mtime, length) of the file as last read or written.
-    seen: Mutex<Stamp>,
-    /// When share visits were last written ([`VISIT_WRITE_EVERY`]).
-    visits_written: std::sync::atomic::AtomicI64,
-}
-
-type Stamp = Option<(std::time::SystemTime, u64)>;
-
-fn stamp(path: &Path) -> Stamp {
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.modified().ok()?, m.len()))
-}
-
-/// `userdata.json`'s mode: its owner's only, whatever the umask.
-const FILE_MODE: u32 = 0o600;
-/// The mode of a folder [`UserData::open`] creates for it.
+/// The mode of a folder [`UserData::open`] creates.
 const DIR_MODE: u32 = 0o700;
 
-/// Creates (truncating) a file only its owner may read, mode set explicitly.
-fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(FILE_MODE)
-        .open(path)?;
-    f.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))?;
-    Ok(f)
-}
-
-/// Narrows a file an older Spindle left readable by others to 0600.
-fn make_private(path: &Path) -> std::io::Result<()> {
-    match std::fs::metadata(path) {
-        Ok(m) if m.permissions().mode() & 0o777 != FILE_MODE => {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(FILE_MODE))
-        }
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
+/// The file name of a user's data.
+fn user_file(user: &str) -> String {
+    let hex: String = user.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("{USER_FILE_PREFIX}{hex}.json")
 }
 
 /// Creates a missing folder (and parents) with mode 0700.
@@ -238,133 +306,236 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> UserDataError + '_ {
-    move |source| UserDataError::Io {
-        path: path.to_owned(),
-        source,
+/// The users' files in `dir`, read.
+fn read_user_files(dir: &Path) -> Result<Vec<(PathBuf, Mine)>, UserDataError> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(io(dir))? {
+        let e = e.map_err(io(dir))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with(USER_FILE_PREFIX) && name.ends_with(".json")) {
+            continue;
+        }
+        let path = e.path();
+        make_private(&path).map_err(io(&path))?;
+        if let Some(mine) = read_json::<Mine>(&path)? {
+            out.push((path, mine));
+        }
     }
+    Ok(out)
+}
+
+/// The whole store in `dir` (the folder [`UserData::open`] takes) as one
+/// document in the single-file form (version 1), read from its files: what
+/// a cluster ships to its replicas, which split it again when they open
+/// it. `None` when there is no user data yet.
+pub fn snapshot_document(dir: &Path) -> Result<Option<Vec<u8>>, UserDataError> {
+    let server = dir.join(SERVER_FILE);
+    let mut d = read_json::<Data>(&server)?;
+    let users = if dir.is_dir() {
+        read_user_files(dir)?
+    } else {
+        Vec::new()
+    };
+    if d.is_none() && users.is_empty() {
+        return Ok(None);
+    }
+    let mut d = d.take().unwrap_or_default();
+    d.version = 1;
+    for (_, m) in users {
+        d.next_playlist = d.next_playlist.max(m.next_playlist());
+        let u = m.user;
+        if !m.starred.is_empty() {
+            d.starred.insert(u.clone(), m.starred);
+        }
+        d.playlists.extend(m.playlists);
+        if !m.ratings.is_empty() {
+            d.ratings.insert(u.clone(), m.ratings);
+        }
+        if let Some(q) = m.play_queue {
+            d.play_queues.insert(u.clone(), q);
+        }
+        if !m.bookmarks.is_empty() {
+            d.bookmarks.insert(u.clone(), m.bookmarks);
+        }
+        d.shares.extend(m.shares);
+    }
+    d.next_playlist = d.next_playlist.max(1);
+    serde_json::to_vec(&d)
+        .map(Some)
+        .map_err(|source| UserDataError::Format {
+            path: server,
+            source,
+        })
+}
+
+/// The store; see the module doc.
+pub struct UserData {
+    dir: Option<PathBuf>,
+    server: Slot<Data>,
+    users: RwLock<BTreeMap<String, Arc<Slot<Mine>>>>,
+    next_playlist: AtomicU64,
+    /// When share visits were last written ([`VISIT_WRITE_EVERY`]).
+    visits_written: AtomicI64,
+}
+
+fn rd<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn wr<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Refuses a playlist over a limit (its songs, name or comment).
+fn check_playlist(p: &Playlist) -> Result<(), UserDataError> {
+    if p.songs.len() > MAX_PLAYLIST_SONGS {
+        return Err(UserDataError::TooMany {
+            what: "songs in a playlist",
+            max: MAX_PLAYLIST_SONGS,
+        });
+    }
+    if p.name.len() > MAX_PLAYLIST_NAME {
+        return Err(UserDataError::TooLong {
+            what: "playlist name",
+            max: MAX_PLAYLIST_NAME,
+        });
+    }
+    if p.comment.len() > MAX_PLAYLIST_COMMENT {
+        return Err(UserDataError::TooLong {
+            what: "playlist comment",
+            max: MAX_PLAYLIST_COMMENT,
+        });
+    }
+    Ok(())
 }
 
 impl UserData {
-    /// Opens (or starts) the store in `dir`; `None` keeps it in memory.
+    /// Opens (or starts) the store in `dir`; `None` keeps it in memory. A
+    /// `userdata.json` in the single-file form (version 1, written by an
+    /// older Spindle or shipped by a cluster's primary) holds the whole
+    /// store: it is split into the users' files, replacing any there.
     pub fn open(dir: Option<&Path>) -> Result<UserData, UserDataError> {
         let Some(dir) = dir else {
             return Ok(UserData::in_memory());
         };
         create_private_dir(dir).map_err(io(dir))?;
-        let path = dir.join("userdata.json");
+        let path = dir.join(SERVER_FILE);
         make_private(&path).map_err(io(&path))?;
-        let data = match std::fs::read(&path) {
-            Ok(bytes) => {
-                serde_json::from_slice(&bytes).map_err(|source| UserDataError::Format {
-                    path: path.clone(),
-                    source,
-                })?
+        let mut data = read_json::<Data>(&path)?;
+        let mut files = read_user_files(dir)?;
+        if let Some(d) = data.as_mut().filter(|d| d.version < SPLIT_VERSION) {
+            let split = d.split();
+            for (p, _) in &files {
+                slot::remove_file(p)?;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Data {
-                version: 1,
-                next_playlist: 1,
-                ..Data::default()
-            },
-            Err(e) => return Err(io(&path)(e)),
-        };
+            files = split
+                .into_values()
+                .map(|m| (dir.join(user_file(&m.user)), m))
+                .collect();
+            for (p, m) in &files {
+                let bytes = serde_json::to_vec(m).map_err(|source| UserDataError::Format {
+                    path: p.clone(),
+                    source,
+                })?;
+                slot::write_file(p, &bytes)?;
+            }
+            d.version = SPLIT_VERSION;
+            let bytes = serde_json::to_vec(&*d).map_err(|source| UserDataError::Format {
+                path: path.clone(),
+                source,
+            })?;
+            slot::write_file(&path, &bytes)?;
+        }
+        let data = data.unwrap_or(Data {
+            version: SPLIT_VERSION,
+            next_playlist: 1,
+            ..Data::default()
+        });
+        let mut next = data.next_playlist.max(1);
+        let mut users = BTreeMap::new();
+        for (p, m) in files {
+            next = next.max(m.next_playlist());
+            users.insert(m.user.clone(), Arc::new(Slot::new(Some(p), m)));
+        }
         Ok(UserData {
-            seen: Mutex::new(stamp(&path)),
-            path: Some(path),
-            data: Mutex::new(data),
-            visits_written: Default::default(),
+            dir: Some(dir.to_owned()),
+            server: Slot::new(Some(path), data),
+            users: RwLock::new(users),
+            next_playlist: AtomicU64::new(next),
+            visits_written: AtomicI64::default(),
         })
     }
 
     pub fn in_memory() -> UserData {
         UserData {
-            path: None,
-            data: Mutex::new(Data {
-                version: 1,
-                next_playlist: 1,
-                ..Data::default()
-            }),
-            seen: Mutex::new(None),
-            visits_written: Default::default(),
+            dir: None,
+            server: Slot::new(
+                None,
+                Data {
+                    version: SPLIT_VERSION,
+                    next_playlist: 1,
+                    ..Data::default()
+                },
+            ),
+            users: RwLock::default(),
+            next_playlist: AtomicU64::new(1),
+            visits_written: AtomicI64::default(),
         }
     }
 
-    /// Re-reads the file if another process changed it since it was last
-    /// read or written; a file that cannot be read or parsed leaves the
-    /// data as it is (the next write replaces it).
-    fn refresh(&self, d: &mut Data) {
-        let Some(path) = &self.path else {
-            return;
-        };
-        let now = stamp(path);
-        let mut seen = lock(&self.seen);
-        if now == *seen {
-            return;
+    /// The user's file, if they stored anything.
+    fn existing(&self, user: &str) -> Option<Arc<Slot<Mine>>> {
+        rd(&self.users).get(user).cloned()
+    }
+
+    /// The user's file, started when they store the first thing.
+    fn user(&self, user: &str) -> Arc<Slot<Mine>> {
+        if let Some(s) = self.existing(user) {
+            return s;
         }
-        if let Some(fresh) = std::fs::read(path)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Data>(&b).ok())
-        {
-            *d = fresh;
-            *seen = now;
+        let path = self.dir.as_ref().map(|d| d.join(user_file(user)));
+        wr(&self.users)
+            .entry(user.to_owned())
+            .or_insert_with(|| Arc::new(Slot::new(path, Mine::of(user))))
+            .clone()
+    }
+
+    fn read_user<R: Default>(&self, user: &str, f: impl FnOnce(&Mine) -> R) -> R {
+        match self.existing(user) {
+            Some(s) => s.read(false, f),
+            None => R::default(),
         }
     }
 
-    fn change<T>(&self, f: impl FnOnce(&mut Data) -> T) -> Result<T, UserDataError> {
-        self.try_change(|d| Ok(f(d)))
+    /// Every user's file.
+    fn all(&self) -> Vec<Arc<Slot<Mine>>> {
+        rd(&self.users).values().cloned().collect()
     }
 
-    /// [`UserData::change`] of a change that may be refused: `f` checks
-    /// before it changes anything, and a refusal writes nothing.
-    fn try_change<T>(
-        &self,
-        f: impl FnOnce(&mut Data) -> Result<T, UserDataError>,
-    ) -> Result<T, UserDataError> {
-        let mut d = lock(&self.data);
-        self.refresh(&mut d);
-        let out = f(&mut d)?;
-        self.write(&d)?;
-        Ok(out)
-    }
-
-    /// Writes `d` to the file (nothing for a store in memory).
-    fn write(&self, d: &Data) -> Result<(), UserDataError> {
-        if let Some(path) = &self.path {
-            let bytes = serde_json::to_vec(d).map_err(|source| UserDataError::Format {
-                path: path.clone(),
-                source,
-            })?;
-            let tmp = path.with_extension("json.tmp");
-            let mut f = create_private(&tmp).map_err(io(&tmp))?;
-            f.write_all(&bytes).map_err(io(&tmp))?;
-            f.sync_all().map_err(io(&tmp))?;
-            std::fs::rename(&tmp, path).map_err(io(path))?;
-            *lock(&self.seen) = stamp(path);
-            if let Some(dir) = path.parent() {
-                if let Ok(d) = std::fs::File::open(dir) {
-                    let _ = d.sync_all();
-                }
-            }
-        }
-        Ok(())
+    /// The file holding what `has` finds, and what it found.
+    fn find<R>(&self, has: impl Fn(&Mine) -> Option<R>) -> Option<(Arc<Slot<Mine>>, R)> {
+        self.all()
+            .into_iter()
+            .find_map(|s| s.read(false, &has).map(|r| (s, r)))
     }
 
     /// Whether the user's listening history is public (see
     /// [`Settings::listens_public`]); false for a user never set.
     pub fn listens_public(&self, user: &str) -> bool {
-        let mut d = lock(&self.data);
-        self.refresh(&mut d);
-        d.settings.get(user).is_some_and(|s| s.listens_public)
+        self.server.read(true, |d| {
+            d.settings.get(user).is_some_and(|s| s.listens_public)
+        })
     }
 
     /// Makes the user's listening history public or private.
     pub fn set_listens_public(&self, user: &str, public: bool) -> Result<(), UserDataError> {
-        self.change(|d| {
+        self.server.change(|d| {
             let s = d.settings.entry(user.to_owned()).or_default();
             s.listens_public = public;
             if *s == Settings::default() {
                 d.settings.remove(user);
             }
+            Ok(())
         })
     }
 
@@ -376,87 +547,110 @@ impl UserData {
         on: bool,
         now: i64,
     ) -> Result<(), UserDataError> {
-        self.change(|d| {
-            let s = d.starred.entry(user.to_owned()).or_default();
+        self.user(user).change(|d| {
             for id in ids {
                 if on {
-                    s.entry(id.clone()).or_insert(now);
+                    d.starred.entry(id.clone()).or_insert(now);
                 } else {
-                    s.remove(id);
+                    d.starred.remove(id);
                 }
             }
+            Ok(())
         })
     }
 
     /// The ids a user starred, with when.
     pub fn starred(&self, user: &str) -> BTreeMap<String, i64> {
-        lock(&self.data)
-            .starred
-            .get(user)
-            .cloned()
-            .unwrap_or_default()
+        self.read_user(user, |d| d.starred.clone())
     }
 
     /// Playlists the user may see: their own and public ones, by id.
     pub fn playlists(&self, user: &str) -> Vec<(u64, Playlist)> {
-        lock(&self.data)
-            .playlists
-            .iter()
-            .filter(|(_, p)| p.owner == user || p.public)
-            .map(|(id, p)| (*id, p.clone()))
-            .collect()
+        let mut out: Vec<(u64, Playlist)> = Vec::new();
+        for s in self.all() {
+            s.read(false, |d| {
+                out.extend(
+                    d.playlists
+                        .iter()
+                        .filter(|(_, p)| p.owner == user || p.public)
+                        .map(|(id, p)| (*id, p.clone())),
+                );
+            });
+        }
+        out.sort_by_key(|(id, _)| *id);
+        out
     }
 
     pub fn playlist(&self, id: u64) -> Option<Playlist> {
-        lock(&self.data).playlists.get(&id).cloned()
+        self.find(|d| d.playlists.get(&id).cloned()).map(|(_, p)| p)
     }
 
+    /// Stores a new playlist of its owner; refused over a limit
+    /// ([`MAX_PLAYLISTS`], [`MAX_PLAYLIST_SONGS`], [`MAX_PLAYLIST_NAME`],
+    /// [`MAX_PLAYLIST_COMMENT`]).
     pub fn create_playlist(&self, p: Playlist) -> Result<u64, UserDataError> {
-        self.change(|d| {
-            let id = d.next_playlist.max(1);
+        check_playlist(&p)?;
+        self.user(&p.owner.clone()).change(|d| {
+            if d.playlists.len() >= MAX_PLAYLISTS {
+                return Err(UserDataError::TooMany {
+                    what: "playlists per user",
+                    max: MAX_PLAYLISTS,
+                });
+            }
+            let id = self
+                .next_playlist
+                .fetch_add(1, Ordering::Relaxed)
+                .max(d.next_playlist());
+            self.next_playlist.fetch_max(id + 1, Ordering::Relaxed);
             d.next_playlist = id + 1;
             d.playlists.insert(id, p);
-            id
+            Ok(id)
         })
     }
 
-    /// Replaces a playlist; false when there is none with that id.
+    /// Replaces a playlist (within the limits of
+    /// [`UserData::create_playlist`]); false when there is none with that
+    /// id.
     pub fn put_playlist(&self, id: u64, p: Playlist) -> Result<bool, UserDataError> {
-        self.change(|d| match d.playlists.get_mut(&id) {
+        check_playlist(&p)?;
+        let Some((s, ())) = self.find(|d| d.playlists.contains_key(&id).then_some(())) else {
+            return Ok(false);
+        };
+        s.change(|d| match d.playlists.get_mut(&id) {
             Some(old) => {
                 *old = p;
-                true
+                Ok(true)
             }
-            None => false,
+            None => Ok(false),
         })
     }
 
     pub fn delete_playlist(&self, id: u64) -> Result<bool, UserDataError> {
-        self.change(|d| d.playlists.remove(&id).is_some())
+        let Some((s, ())) = self.find(|d| d.playlists.contains_key(&id).then_some(())) else {
+            return Ok(false);
+        };
+        s.change(|d| Ok(d.playlists.remove(&id).is_some()))
     }
 
     /// The user's rating (1..=5) of an album or artist id.
     pub fn rating(&self, user: &str, id: &str) -> Option<u8> {
-        lock(&self.data).ratings.get(user)?.get(id).copied()
+        self.read_user(user, |d| d.ratings.get(id).copied())
     }
 
     /// Rates an album or artist id 1..=5; 0 removes the rating.
     pub fn set_rating(&self, user: &str, id: &str, rating: u8) -> Result<(), UserDataError> {
-        self.change(|d| {
-            let r = d.ratings.entry(user.to_owned()).or_default();
+        self.user(user).change(|d| {
             if rating == 0 {
-                r.remove(id);
+                d.ratings.remove(id);
             } else {
-                r.insert(id.to_owned(), rating.min(5));
+                d.ratings.insert(id.to_owned(), rating.min(5));
             }
-            if r.is_empty() {
-                d.ratings.remove(user);
-            }
+            Ok(())
         })
     }
 
     pub fn play_queue(&self, user: &str) -> Option<PlayQueue> {
-        lock(&self.data).play_queues.get(user).cloned()
+        self.read_user(user, |d| d.play_queue.clone())
     }
 
     /// Saves (or with `None` clears) the user's play queue.
@@ -469,23 +663,15 @@ impl UserData {
                 });
             }
         }
-        self.change(|d| match q {
-            Some(q) => {
-                d.play_queues.insert(user.to_owned(), q);
-            }
-            None => {
-                d.play_queues.remove(user);
-            }
+        self.user(user).change(|d| {
+            d.play_queue = q;
+            Ok(())
         })
     }
 
     /// The user's bookmarks by entry id.
     pub fn bookmarks(&self, user: &str) -> BTreeMap<u32, Bookmark> {
-        lock(&self.data)
-            .bookmarks
-            .get(user)
-            .cloned()
-            .unwrap_or_default()
+        self.read_user(user, |d| d.bookmarks.clone())
     }
 
     /// Makes or moves the user's bookmark in a song.
@@ -497,8 +683,8 @@ impl UserData {
         comment: &str,
         now: i64,
     ) -> Result<(), UserDataError> {
-        self.try_change(|d| {
-            let b = d.bookmarks.entry(user.to_owned()).or_default();
+        self.user(user).change(|d| {
+            let b = &mut d.bookmarks;
             if !b.contains_key(&song) && b.len() >= MAX_BOOKMARKS {
                 return Err(UserDataError::TooMany {
                     what: "bookmarks per user",
@@ -521,29 +707,22 @@ impl UserData {
 
     /// Removes the user's bookmark in a song; false when there was none.
     pub fn delete_bookmark(&self, user: &str, song: u32) -> Result<bool, UserDataError> {
-        self.change(|d| {
-            let Some(b) = d.bookmarks.get_mut(user) else {
-                return false;
-            };
-            let gone = b.remove(&song).is_some();
-            if b.is_empty() {
-                d.bookmarks.remove(user);
-            }
-            gone
-        })
+        if !self.read_user(user, |d| d.bookmarks.contains_key(&song)) {
+            return Ok(false);
+        }
+        self.user(user)
+            .change(|d| Ok(d.bookmarks.remove(&song).is_some()))
     }
 
     /// The internet radio stations by id.
     pub fn stations(&self) -> Vec<(u64, Station)> {
-        lock(&self.data)
-            .stations
-            .iter()
-            .map(|(id, s)| (*id, s.clone()))
-            .collect()
+        self.server.read(false, |d| {
+            d.stations.iter().map(|(id, s)| (*id, s.clone())).collect()
+        })
     }
 
     pub fn add_station(&self, s: Station) -> Result<u64, UserDataError> {
-        self.try_change(|d| {
+        self.server.change(|d| {
             if d.stations.len() >= MAX_STATIONS {
                 return Err(UserDataError::TooMany {
                     what: "internet radio stations",
@@ -559,44 +738,46 @@ impl UserData {
 
     /// Replaces a station; false when there is none with that id.
     pub fn put_station(&self, id: u64, s: Station) -> Result<bool, UserDataError> {
-        self.change(|d| match d.stations.get_mut(&id) {
+        self.server.change(|d| match d.stations.get_mut(&id) {
             Some(old) => {
                 *old = s;
-                true
+                Ok(true)
             }
-            None => false,
+            None => Ok(false),
         })
     }
 
     pub fn delete_station(&self, id: u64) -> Result<bool, UserDataError> {
-        self.change(|d| d.stations.remove(&id).is_some())
+        self.server.change(|d| Ok(d.stations.remove(&id).is_some()))
     }
 
     /// A share by its token (live or not).
     pub fn share(&self, token: &str) -> Option<Share> {
-        lock(&self.data).shares.get(token).cloned()
+        self.find(|d| d.shares.get(token).cloned()).map(|(_, s)| s)
     }
 
     /// The user's shares by token.
     pub fn shares_of(&self, user: &str) -> Vec<(String, Share)> {
-        lock(&self.data)
-            .shares
-            .iter()
-            .filter(|(_, s)| s.owner == user)
-            .map(|(t, s)| (t.clone(), s.clone()))
-            .collect()
+        self.read_user(user, |d| {
+            d.shares
+                .iter()
+                .map(|(t, s)| (t.clone(), s.clone()))
+                .collect()
+        })
     }
 
     /// Every share by token (for an administrator).
     pub fn all_shares(&self) -> Vec<(String, Share)> {
-        lock(&self.data)
-            .shares
-            .iter()
-            .map(|(t, s)| (t.clone(), s.clone()))
-            .collect()
+        let mut out = Vec::new();
+        for s in self.all() {
+            s.read(false, |d| {
+                out.extend(d.shares.iter().map(|(t, s)| (t.clone(), s.clone())));
+            });
+        }
+        out
     }
 
-    /// Stores a new share under `token`.
+    /// Stores a new share of its owner under `token`.
     pub fn create_share(&self, token: &str, s: Share) -> Result<(), UserDataError> {
         if s.songs.len() > MAX_SHARE_SONGS {
             return Err(UserDataError::TooMany {
@@ -604,8 +785,8 @@ impl UserData {
                 max: MAX_SHARE_SONGS,
             });
         }
-        self.try_change(|d| {
-            if d.shares.values().filter(|x| x.owner == s.owner).count() >= MAX_SHARES {
+        self.user(&s.owner.clone()).change(|d| {
+            if d.shares.len() >= MAX_SHARES {
                 return Err(UserDataError::TooMany {
                     what: "shares per user",
                     max: MAX_SHARES,
@@ -618,53 +799,60 @@ impl UserData {
 
     /// Replaces a share; false when there is none with that token.
     pub fn put_share(&self, token: &str, s: Share) -> Result<bool, UserDataError> {
-        self.change(|d| match d.shares.get_mut(token) {
+        let Some((slot, ())) = self.find(|d| d.shares.contains_key(token).then_some(())) else {
+            return Ok(false);
+        };
+        slot.change(|d| match d.shares.get_mut(token) {
             Some(old) => {
                 *old = s;
-                true
+                Ok(true)
             }
-            None => false,
+            None => Ok(false),
         })
     }
 
     pub fn delete_share(&self, token: &str) -> Result<bool, UserDataError> {
-        self.change(|d| d.shares.remove(token).is_some())
+        let Some((slot, ())) = self.find(|d| d.shares.contains_key(token).then_some(())) else {
+            return Ok(false);
+        };
+        slot.change(|d| Ok(d.shares.remove(token).is_some()))
     }
 
     /// Counts a visit of a live share's page and returns the share;
-    /// `None` for no share or an expired one. Written to the file at most
-    /// every [`VISIT_WRITE_EVERY`] seconds.
+    /// `None` for no share or an expired one. Written to its owner's file
+    /// at most every [`VISIT_WRITE_EVERY`] seconds.
     pub fn visit_share(&self, token: &str, now: i64) -> Option<Share> {
-        let mut d = lock(&self.data);
-        let s = d.shares.get_mut(token).filter(|s| s.live(now))?;
-        s.visits += 1;
-        s.last_visited = Some(now);
-        let out = s.clone();
-        let last = self
-            .visits_written
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let (slot, ()) = self.find(|d| d.shares.contains_key(token).then_some(()))?;
+        let out = slot.mutate(|d| {
+            let s = d.shares.get_mut(token).filter(|s| s.live(now))?;
+            s.visits += 1;
+            s.last_visited = Some(now);
+            Some(s.clone())
+        })?;
+        let last = self.visits_written.load(Ordering::Relaxed);
         if now - last >= VISIT_WRITE_EVERY {
-            self.visits_written
-                .store(now, std::sync::atomic::Ordering::Relaxed);
-            if let Err(e) = self.write(&d) {
+            self.visits_written.store(now, Ordering::Relaxed);
+            if let Err(e) = slot.flush() {
                 tracing::warn!("could not record a share visit: {e}");
             }
         }
         Some(out)
     }
 
-    /// Forgets everything of a deleted user: stars, ratings, settings,
-    /// play queue, bookmarks, their playlists and their shares.
+    /// Forgets everything of a deleted user: their file (stars, ratings,
+    /// play queue, bookmarks, playlists, shares) and their settings.
     pub fn forget_user(&self, user: &str) -> Result<(), UserDataError> {
-        self.change(|d| {
-            d.starred.remove(user);
-            d.ratings.remove(user);
-            d.settings.remove(user);
-            d.play_queues.remove(user);
-            d.bookmarks.remove(user);
-            d.playlists.retain(|_, p| p.owner != user);
-            d.shares.retain(|_, s| s.owner != user);
-        })
+        wr(&self.users).remove(user);
+        if let Some(dir) = &self.dir {
+            slot::remove_file(&dir.join(user_file(user)))?;
+        }
+        if self.server.read(true, |d| d.settings.contains_key(user)) {
+            self.server.change(|d| {
+                d.settings.remove(user);
+                Ok(())
+            })?;
+        }
+        Ok(())
     }
 }
 
@@ -726,14 +914,19 @@ mod tests {
         let dir = tmp.path().join("data").join("subsonic");
         let u = UserData::open(Some(&dir)).unwrap();
         u.star("ann", &["1".into()], true, 5).unwrap();
-        let file = dir.join("userdata.json");
+        u.set_listens_public("ann", true).unwrap();
+        let files = [dir.join("userdata.json"), dir.join(user_file("ann"))];
         assert_eq!(mode(&dir), DIR_MODE);
-        assert_eq!(mode(&file), FILE_MODE);
-        // A file an older Spindle left readable by all is narrowed on open.
+        for file in &files {
+            assert_eq!(mode(file), slot::FILE_MODE);
+            // A file an older Spindle left readable by all is narrowed on open.
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
         drop(u);
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
         UserData::open(Some(&dir)).unwrap();
-        assert_eq!(mode(&file), FILE_MODE);
+        for file in &files {
+            assert_eq!(mode(file), slot::FILE_MODE);
+        }
     }
 
     fn share(owner: &str, expires: Option<i64>) -> Share {
@@ -805,9 +998,10 @@ mod tests {
         assert_eq!(u.starred("ann").len(), 1);
         assert!(u.play_queue("ann").is_none() && u.stations().is_empty());
         u.set_rating("ann", "al-x", 5).unwrap();
-        let text = std::fs::read_to_string(dir.path().join("userdata.json")).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(user_file("ann"))).unwrap();
         assert!(text.contains("\"playlists\"") && text.contains("\"ratings\""));
         assert!(!text.contains("\"shares\""), "empty new parts are left out");
+        assert_eq!(u.create_playlist(u.playlist(1).unwrap()).unwrap(), 2);
     }
 
     #[test]
@@ -844,5 +1038,135 @@ mod tests {
         ));
         u.forget_user("ann").unwrap();
         assert!(u.bookmarks("ann").is_empty() && u.shares_of("ann").is_empty());
+    }
+
+    fn playlist(owner: &str, songs: usize) -> Playlist {
+        Playlist {
+            owner: owner.into(),
+            name: "list".into(),
+            comment: String::new(),
+            public: false,
+            songs: vec![7; songs],
+            created: 1,
+            changed: 1,
+        }
+    }
+
+    #[test]
+    fn a_single_file_of_every_user_is_split_into_one_file_per_user_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = r#"{"version":1,"next_playlist":5,
+            "starred":{"ann":{"17":5},"bob":{"18":6}},
+            "playlists":{"4":{"owner":"bob","name":"Mine","public":true,"songs":[17],"created":1,"changed":1}},
+            "settings":{"ann":{"listens_public":true}},
+            "play_queues":{"ann":{"songs":[1,2],"changed":3}},
+            "stations":{"1":{"name":"R","stream_url":"http://r.example/"}},"next_station":2,
+            "shares":{"tok":{"owner":"ann","songs":[3],"created":10}}}"#;
+        std::fs::write(dir.path().join("userdata.json"), old).unwrap();
+        for _ in 0..2 {
+            // The second open reads the split files.
+            let u = UserData::open(Some(dir.path())).unwrap();
+            assert_eq!(u.starred("ann").len(), 1);
+            assert_eq!(u.starred("bob").len(), 1);
+            assert_eq!(u.playlists("ann").len(), 1, "bob's public playlist");
+            assert_eq!(u.playlist(4).map(|p| p.owner), Some("bob".into()));
+            assert!(u.listens_public("ann") && !u.listens_public("bob"));
+            assert_eq!(u.play_queue("ann").map(|q| q.songs), Some(vec![1, 2]));
+            assert_eq!(u.stations().len(), 1);
+            assert_eq!(u.share("tok").map(|s| s.owner), Some("ann".into()));
+        }
+        let server = std::fs::read_to_string(dir.path().join("userdata.json")).unwrap();
+        assert!(
+            !server.contains("starred") && !server.contains("\"shares\""),
+            "{server}"
+        );
+        assert!(server.contains("\"version\":2"), "{server}");
+        assert!(dir.path().join(user_file("bob")).exists());
+        let u = UserData::open(Some(dir.path())).unwrap();
+        assert_eq!(
+            u.create_playlist(playlist("ann", 1)).unwrap(),
+            5,
+            "ids go on"
+        );
+    }
+
+    #[test]
+    fn one_users_change_rewrites_their_file_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let u = UserData::open(Some(dir.path())).unwrap();
+        u.set_listens_public("cy", true).unwrap();
+        u.create_playlist(playlist("ann", MAX_PLAYLIST_SONGS))
+            .unwrap();
+        u.star("bob", &["1".into()], true, 1).unwrap();
+        let ino = |name: &str| {
+            use std::os::unix::fs::MetadataExt;
+            let m = std::fs::metadata(dir.path().join(name)).unwrap();
+            (m.ino(), m.mtime_nsec(), m.len())
+        };
+        let (ann, server) = (user_file("ann"), "userdata.json");
+        let before = (ino(&ann), ino(server));
+        let bob = ino(&user_file("bob"));
+        for n in 0..5 {
+            u.star("bob", &[n.to_string()], true, 2).unwrap();
+        }
+        assert_ne!(ino(&user_file("bob")), bob, "bob's file is rewritten");
+        assert_eq!((ino(&ann), ino(server)), before, "nobody else's");
+    }
+
+    #[test]
+    fn what_a_user_stores_is_refused_past_its_limits() {
+        let u = UserData::in_memory();
+        let too_many = UserDataError::TooMany { what: "", max: 0 };
+        let is = |e: &UserDataError, like: &UserDataError| {
+            std::mem::discriminant(e) == std::mem::discriminant(like)
+        };
+        let e = u
+            .create_playlist(playlist("ann", MAX_PLAYLIST_SONGS + 1))
+            .unwrap_err();
+        assert!(is(&e, &too_many), "{e}");
+        let mut named = playlist("ann", 1);
+        named.name = "n".repeat(MAX_PLAYLIST_NAME + 1);
+        let e = u.create_playlist(named.clone()).unwrap_err();
+        assert!(e.to_string().contains("playlist name"), "{e}");
+        named.name = "n".repeat(MAX_PLAYLIST_NAME);
+        named.comment = "c".repeat(MAX_PLAYLIST_COMMENT + 1);
+        assert!(u.create_playlist(named).is_err());
+        let mut last = 0;
+        for _ in 0..MAX_PLAYLISTS {
+            last = u.create_playlist(playlist("ann", 1)).unwrap();
+        }
+        let e = u.create_playlist(playlist("ann", 1)).unwrap_err();
+        assert!(e.to_string().contains("500 playlists"), "{e}");
+        assert!(u.create_playlist(playlist("bob", 1)).is_ok(), "per user");
+        let e = u
+            .put_playlist(last, playlist("ann", MAX_PLAYLIST_SONGS + 1))
+            .unwrap_err();
+        assert!(is(&e, &too_many), "{e}");
+        assert_eq!(u.playlist(last).map(|p| p.songs.len()), Some(1));
+    }
+
+    #[test]
+    fn a_snapshot_of_the_files_opens_as_the_same_store() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        assert!(snapshot_document(a.path()).unwrap().is_none());
+        let u = UserData::open(Some(a.path())).unwrap();
+        let id = u.create_playlist(playlist("ann", 2)).unwrap();
+        u.star("bob", &["9".into()], true, 4).unwrap();
+        u.set_listens_public("bob", true).unwrap();
+        let doc = snapshot_document(a.path()).unwrap().unwrap();
+        std::fs::write(
+            b.path().join(user_file("old")),
+            r#"{"version":2,"user":"old","starred":{"1":1}}"#,
+        )
+        .unwrap();
+        std::fs::write(b.path().join("userdata.json"), doc).unwrap();
+        let v = UserData::open(Some(b.path())).unwrap();
+        assert_eq!(v.playlist(id), u.playlist(id));
+        assert_eq!(v.starred("bob"), u.starred("bob"));
+        assert!(v.listens_public("bob"));
+        assert!(
+            v.starred("old").is_empty(),
+            "the snapshot is the whole store"
+        );
     }
 }

@@ -314,8 +314,13 @@ impl Replica {
         let st = self.state.clone();
         let key = r.key.clone();
         let applied = tokio::task::spawn_blocking(move || {
-            st.listens
-                .apply_shipped(pos, bytes.get(skip..).unwrap_or_default(), version)
+            let a = st
+                .listens
+                .apply_shipped(pos, bytes.get(skip..).unwrap_or_default(), version);
+            if let Ok(a) = &a {
+                st.count_shipped_plays(a);
+            }
+            a
         })
         .await
         .map_err(|e| ReplicaError::Task(e.to_string()))?

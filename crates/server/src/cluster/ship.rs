@@ -98,6 +98,19 @@ fn read_doc(path: &Path) -> Result<Option<Vec<u8>>, ShipError> {
     }
 }
 
+/// A document to ship: the user data as one document of every user's
+/// file ([`crate::userdata::snapshot_document`]), else the file itself.
+fn doc(kind: Kind, path: &Path) -> Result<Option<Vec<u8>>, ShipError> {
+    if kind != Kind::Userdata {
+        return read_doc(path);
+    }
+    let dir = path.parent().unwrap_or(path);
+    crate::userdata::snapshot_document(dir).map_err(|e| ShipError::Read {
+        what: "the user data",
+        source: std::io::Error::other(e.to_string()),
+    })
+}
+
 fn piece(kind: Kind, key: String, bytes: Vec<u8>, from: u64, to: u64, log_gen: u64) -> Piece {
     let mut r = ObjectRef::of(kind, key, &bytes);
     r.from = from;
@@ -244,7 +257,7 @@ fn read_changes(
             &mut new_userdata,
         ),
     ] {
-        if let Some(bytes) = read_doc(&path)? {
+        if let Some(bytes) = doc(kind, &path)? {
             let sha = objects::sha256_hex(&bytes);
             if sha != last {
                 let name = if kind == Kind::Accounts {
@@ -558,7 +571,7 @@ fn snapshot_pieces(
             0,
         ));
     }
-    if let Some(b) = read_doc(&userdata_path(dir))? {
+    if let Some(b) = doc(Kind::Userdata, &userdata_path(dir))? {
         pieces.push(piece(
             Kind::Userdata,
             format!("{prefix}userdata.json"),

@@ -15,6 +15,7 @@ use super::response::Node;
 use super::views::ArtistGroups;
 use super::{Ctx, Fail, SyncResult};
 use crate::catalog::{artist_id, date_parts, Album, Artist, Catalog, Song};
+use crate::plays::{Played, SharedPlays, UserPlays};
 use crate::state::AppState;
 use crate::time::iso8601;
 
@@ -29,6 +30,14 @@ pub(crate) trait Marks {
     /// The user's rating (1–5) of `id`.
     fn rating(&self, _id: &str) -> Option<i64> {
         None
+    }
+    /// The user's plays of a song (its entry id): their own listens only.
+    fn plays(&self, _song: u32) -> Played {
+        Played::default()
+    }
+    /// The user's plays of an album's songs, summed (the last the latest).
+    fn album_plays(&self, _album: &Album) -> Played {
+        Played::default()
     }
 }
 
@@ -49,6 +58,8 @@ pub(crate) struct UserMarks {
     /// The user's song ratings, set up on the first song asked about;
     /// `None` when the user has rated no song.
     songs: OnceLock<Option<super::rating::SongRatings>>,
+    /// The user's plays; `None` when they played nothing yet.
+    plays: Option<SharedPlays>,
 }
 
 impl Marks for UserMarks {
@@ -76,6 +87,61 @@ impl Marks for UserMarks {
             .as_ref()?
             .get(entry)
     }
+
+    fn plays(&self, song: u32) -> Played {
+        self.plays
+            .as_ref()
+            .map_or_else(Played::default, |p| read_plays(p).get(song))
+    }
+
+    fn album_plays(&self, album: &Album) -> Played {
+        let Some(p) = &self.plays else {
+            return Played::default();
+        };
+        let cat = match &self.cat {
+            Some(c) => c.clone(),
+            None => self.state.music.catalog(&self.state.db),
+        };
+        let ids = album
+            .songs
+            .iter()
+            .filter_map(|&n| cat.songs.get(n).map(|s| s.id));
+        read_plays(p).sum(ids)
+    }
+}
+
+fn read_plays(p: &SharedPlays) -> std::sync::RwLockReadGuard<'_, UserPlays> {
+    p.read().unwrap_or_else(|e| e.into_inner())
+}
+
+impl UserMarks {
+    /// The user's albums by their plays, as indexes into `cat`: the most
+    /// played first (`frequent`) and the latest played first (`recent`).
+    /// One pass over the songs the user played.
+    pub(crate) fn album_orders(&self, cat: &Catalog) -> (Vec<usize>, Vec<usize>) {
+        let Some(p) = &self.plays else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut albums: HashMap<usize, Played> = HashMap::new();
+        for (entry, played) in read_plays(p).iter() {
+            let Some(n) = cat.song_index(entry) else {
+                continue;
+            };
+            if let Some(a) = cat.album_index(&cat.songs[n].album_id) {
+                let e = albums.entry(a).or_default();
+                e.count += played.count;
+                e.last = e.last.max(played.last);
+            }
+        }
+        let mut frequent: Vec<(usize, Played)> = albums.into_iter().collect();
+        let mut recent = frequent.clone();
+        frequent.sort_by_key(|&(n, p)| (std::cmp::Reverse(p.count), n));
+        recent.sort_by_key(|&(n, p)| (std::cmp::Reverse(p.last), n));
+        (
+            frequent.into_iter().map(|(n, _)| n).collect(),
+            recent.into_iter().map(|(n, _)| n).collect(),
+        )
+    }
 }
 
 impl std::ops::Deref for UserMarks {
@@ -94,6 +160,7 @@ pub(crate) fn marks(c: &Ctx) -> UserMarks {
         user: c.user.clone(),
         cat: c.cat.clone(),
         songs: OnceLock::new(),
+        plays: c.state.plays.of(&c.user),
     }
 }
 
@@ -153,6 +220,7 @@ const ARTIST_FIELDS: usize = 8;
 /// A song as a Subsonic `Child`, with the OpenSubsonic fields.
 pub(crate) fn song_node(s: &Song, marks: &impl Marks) -> Node {
     let id = s.id.to_string();
+    let played = marks.plays(s.id);
     let n = Node::sized("song", SONG_FIELDS)
         .s("id", id.clone())
         .s("parent", s.album_id.clone())
@@ -173,7 +241,7 @@ pub(crate) fn song_node(s: &Song, marks: &impl Marks) -> Node {
         .opt_i("samplingRate", s.sample_rate)
         .opt_i("channelCount", s.channels)
         .s("path", s.path.clone())
-        .i("playCount", s.play_count)
+        .i("playCount", played.count)
         .opt_i("discNumber", s.disc)
         .s("created", iso8601(s.added))
         .s("albumId", s.album_id.clone())
@@ -181,8 +249,8 @@ pub(crate) fn song_node(s: &Song, marks: &impl Marks) -> Node {
         .s("type", "music")
         .s("mediaType", "song")
         .b("isVideo", false);
-    let n = if s.last_played > 0 {
-        n.s("played", iso8601(s.last_played))
+    let n = if played.last > 0 {
+        n.s("played", iso8601(played.last))
     } else {
         n
     };
@@ -227,6 +295,7 @@ pub(crate) fn song_node(s: &Song, marks: &impl Marks) -> Node {
 
 /// An album as a Subsonic `AlbumID3`, with the OpenSubsonic fields.
 pub(crate) fn album_node(a: &Album, marks: &impl Marks) -> Node {
+    let played = marks.album_plays(a);
     let n = Node::sized("album", ALBUM_FIELDS)
         .s("id", a.id.clone())
         .s("name", a.name.clone())
@@ -236,12 +305,12 @@ pub(crate) fn album_node(a: &Album, marks: &impl Marks) -> Node {
         .s("coverArt", a.id.clone())
         .i("songCount", a.songs.len() as i64)
         .i("duration", a.duration)
-        .i("playCount", a.play_count)
+        .i("playCount", played.count)
         .s("created", iso8601(a.created))
         .opt_i("year", a.year)
         .opt_s("genre", a.genre.clone());
-    let n = if a.last_played > 0 {
-        n.s("played", iso8601(a.last_played))
+    let n = if played.last > 0 {
+        n.s("played", iso8601(played.last))
     } else {
         n
     };

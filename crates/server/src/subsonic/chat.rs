@@ -1,7 +1,8 @@
 //! The chat of Subsonic's `addChatMessage` and `getChatMessages`: one
 //! room every user of the server shares, kept in memory only (a restart
-//! empties it) as a ring of the last [`CHAT_MAX_MESSAGES`] messages, each
-//! at most [`CHAT_MAX_MESSAGE_CHARS`] characters. A field of
+//! empties it) as a ring of the last [`CHAT_MAX_MESSAGES`] messages, at
+//! most [`CHAT_MAX_MESSAGES_PER_USER`] of them one user's, each at most
+//! [`CHAT_MAX_MESSAGE_CHARS`] characters. A field of
 //! [`crate::AppState`].
 
 use std::collections::VecDeque;
@@ -11,6 +12,10 @@ use crate::state::lock;
 
 /// How many messages the chat keeps; adding one more drops the oldest.
 pub const CHAT_MAX_MESSAGES: usize = 1_000;
+
+/// How many of the kept messages one user's may be; a user's message
+/// past it drops their own oldest.
+pub const CHAT_MAX_MESSAGES_PER_USER: usize = 100;
 
 /// The longest message accepted, in characters.
 pub const CHAT_MAX_MESSAGE_CHARS: usize = 1_000;
@@ -57,6 +62,14 @@ impl Chat {
             });
         }
         let mut m = lock(&self.messages);
+        // A user at their share makes room with their own oldest message,
+        // so one user cannot push everyone else's out of the room.
+        let theirs = m.iter().filter(|x| x.username == username).count();
+        if theirs >= CHAT_MAX_MESSAGES_PER_USER {
+            if let Some(i) = m.iter().position(|x| x.username == username) {
+                m.remove(i);
+            }
+        }
         while m.len() >= CHAT_MAX_MESSAGES {
             m.pop_front();
         }
@@ -101,7 +114,8 @@ mod tests {
     fn the_ring_keeps_only_the_newest_messages() {
         let chat = Chat::default();
         for n in 0..CHAT_MAX_MESSAGES + 5 {
-            chat.add("ann", n as i64, &format!("m{n}")).unwrap();
+            let user = format!("u{}", n % 20);
+            chat.add(&user, n as i64, &format!("m{n}")).unwrap();
         }
         let all = chat.since(None);
         assert_eq!(all.len(), CHAT_MAX_MESSAGES);
@@ -121,5 +135,17 @@ mod tests {
         chat.add("ann", 1, &"é".repeat(CHAT_MAX_MESSAGE_CHARS))
             .unwrap();
         assert_eq!(chat.since(None).len(), 1);
+    }
+
+    #[test]
+    fn one_user_flooding_the_room_drops_their_own_messages_only() {
+        let chat = Chat::default();
+        chat.add("bob", 0, "hello").unwrap();
+        for n in 1..=CHAT_MAX_MESSAGES as i64 {
+            chat.add("ann", n, "spam").unwrap();
+        }
+        let all = chat.since(None);
+        assert_eq!(all.len(), CHAT_MAX_MESSAGES_PER_USER + 1);
+        assert_eq!(all.last().map(|m| m.message.as_str()), Some("hello"));
     }
 }

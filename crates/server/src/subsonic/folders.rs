@@ -194,7 +194,7 @@ pub(crate) fn album_child(a: &Album, starred: &impl Marks) -> Node {
         .s("coverArt", a.id.clone())
         .i("songCount", a.songs.len() as i64)
         .i("duration", a.duration)
-        .i("playCount", a.play_count)
+        .i("playCount", starred.album_plays(a).count)
         .s("created", iso8601(a.created))
         .s("mediaType", "album");
     starred_attr(n, &a.id, starred)
@@ -336,7 +336,7 @@ pub(crate) fn directory(c: &mut Ctx) -> SyncResult {
             .s("id", al.id.clone())
             .s("parent", al.artist_id.clone())
             .s("name", al.name.clone())
-            .i("playCount", al.play_count);
+            .i("playCount", starred.album_plays(&al).count);
         return Ok(Some(starred_attr(n, &al.id, &starred).list("child", kids)));
     }
     Err(not_found("Directory"))

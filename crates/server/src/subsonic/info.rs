@@ -59,7 +59,9 @@ pub(crate) fn top_songs(c: &mut Ctx) -> SyncResult {
     let access = c.access();
     let k = key(&name);
     let mut plays: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
-    for u in c.state.accounts.user_names() {
+    // Only the plays the caller may know of: theirs and public users'.
+    let users = c.state.accounts.user_names().into_iter();
+    for u in users.filter(|u| super::privacy::sees_listening_of(c, u)) {
         let q = ChartQuery {
             artist: Some(&name),
             limit: TOP_TRACKS_PER_USER,

@@ -93,15 +93,15 @@ fn album_page(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Vec<usize>, UserMark
                 .filter_map(|&n| ud.rating(&c.user, &cat.albums[n].id).map(|r| (r, n)))
                 .collect();
             rated.sort_by_key(|&(r, _)| std::cmp::Reverse(r));
-            let rest = o
-                .frequent
-                .iter()
-                .copied()
+            let (frequent, _) = starred.album_orders(&cat);
+            let rest = frequent
+                .into_iter()
                 .filter(|&n| ud.rating(&c.user, &cat.albums[n].id).is_none());
             page(&mut rated.iter().map(|&(_, n)| n).chain(rest))
         }
-        "frequent" => page(&mut o.frequent.iter().copied()),
-        "recent" => page(&mut o.recent.iter().copied()),
+        // The asking user's own plays (`crate::plays`), never others'.
+        "frequent" => page(&mut starred.album_orders(&cat).0.into_iter()),
+        "recent" => page(&mut starred.album_orders(&cat).1.into_iter()),
         "alphabeticalByName" => page(&mut o.by_name.iter().copied()),
         "alphabeticalByArtist" => page(&mut o.by_artist.iter().copied()),
         "starred" => page(

@@ -24,6 +24,7 @@ mod lyrics;
 mod media;
 mod misc;
 mod podcast;
+mod privacy;
 mod queue;
 mod radio;
 pub mod rating;

@@ -331,4 +331,29 @@ mod tests {
         k.ok("ann", "deleteBookmark", &[("id", a)]).await;
         assert_eq!(k.code("ann", "deleteBookmark", &[("id", a)]).await, 70);
     }
+
+    #[tokio::test]
+    async fn a_playlist_over_a_limit_is_refused_with_an_error_naming_it() {
+        use crate::userdata::{MAX_PLAYLIST_NAME, MAX_PLAYLIST_SONGS};
+        let k = Kit::new();
+        let long = "n".repeat(MAX_PLAYLIST_NAME + 1);
+        let r = k.api("ann", "createPlaylist", &[("name", &long)]).await;
+        assert_eq!(r["error"]["code"], 0, "{r}");
+        let msg = r["error"]["message"].as_str().unwrap_or_default();
+        assert!(msg.contains("playlist name is over 1024 bytes"), "{msg}");
+        let many: Vec<(&str, &str)> = (0..=MAX_PLAYLIST_SONGS)
+            .map(|_| ("songId", k.songs[0].as_str()))
+            .collect();
+        let mut params = vec![("name", "big")];
+        params.extend(many);
+        let r = k.api("ann", "createPlaylist", &params).await;
+        assert_eq!(r["status"], "failed", "{r}");
+        let r = k.ok("ann", "getPlaylists", &[]).await;
+        assert!(
+            r["playlists"]["playlist"]
+                .as_array()
+                .is_none_or(|a| a.is_empty()),
+            "{r}"
+        );
+    }
 }

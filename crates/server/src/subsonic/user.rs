@@ -257,8 +257,10 @@ pub(crate) fn delete_playlist(c: &mut Ctx) -> SyncResult {
     Ok(None)
 }
 
-/// `getNowPlaying`: what every user plays, of the songs the asking user
-/// may see.
+/// `getNowPlaying`: what the asking user and users whose listening is
+/// public play, of the songs the asking user may see. A private user's
+/// now playing is theirs alone, administrators included (the privacy rule
+/// of `docs/security.md`).
 pub(crate) fn now_playing(c: &mut Ctx) -> SyncResult {
     let cat = c.cat();
     let access = c.access();
@@ -267,6 +269,7 @@ pub(crate) fn now_playing(c: &mut Ctx) -> SyncResult {
     let list = c.state.now_playing_songs();
     let entries = list
         .into_iter()
+        .filter(|p| super::privacy::sees_listening_of(c, &p.listen.user))
         .filter_map(|p| {
             let s = access.entry(&cat, p.song?)?;
             Some(

@@ -32,10 +32,6 @@ pub(crate) struct Orders {
     pub newest: Vec<usize>,
     /// Albums with a year, oldest first (by name within a year).
     pub by_year: Vec<usize>,
-    /// Played albums, most played first.
-    pub frequent: Vec<usize>,
-    /// Played albums, last played first.
-    pub recent: Vec<usize>,
     /// Lower-cased genre → albums with a song of that genre, by name.
     pub album_genres: HashMap<String, Vec<usize>>,
     /// Lower-cased genre → its songs (indexes into [`Catalog::songs`]),
@@ -450,18 +446,6 @@ fn orders(cat: &Catalog) -> Orders {
         .filter(|&n| cat.albums[n].year.is_some())
         .collect();
     by_year.sort_by_key(|&n| cat.albums[n].year);
-    let mut frequent: Vec<usize> = all
-        .iter()
-        .copied()
-        .filter(|&n| cat.albums[n].play_count > 0)
-        .collect();
-    frequent.sort_by_key(|&n| std::cmp::Reverse(cat.albums[n].play_count));
-    let mut recent: Vec<usize> = all
-        .iter()
-        .copied()
-        .filter(|&n| cat.albums[n].last_played > 0)
-        .collect();
-    recent.sort_by_key(|&n| std::cmp::Reverse(cat.albums[n].last_played));
     let mut album_genres: HashMap<String, Vec<usize>> = HashMap::new();
     for &n in &by_name {
         let mut seen: Vec<String> = Vec::new();
@@ -488,8 +472,6 @@ fn orders(cat: &Catalog) -> Orders {
         by_artist,
         newest,
         by_year,
-        frequent,
-        recent,
         album_genres,
         song_genres,
     }
@@ -527,7 +509,6 @@ mod tests {
         played[1].5 = 3;
         let changed = cache.of(&Arc::new(testlib::catalog(&played)));
         assert!(!std::ptr::eq(o1, changed.orders()));
-        assert_eq!(changed.orders().frequent.len(), 2);
     }
 
     #[test]

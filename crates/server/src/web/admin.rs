@@ -235,6 +235,7 @@ impl AppState {
     pub fn delete_user_everywhere(&self, name: &str) -> Result<(), String> {
         self.accounts.delete_user(name).map_err(|e| e.to_string())?;
         self.sessions.revoke_user(name);
+        self.plays.forget_user(name);
         self.music
             .userdata
             .forget_user(name)

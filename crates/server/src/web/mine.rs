@@ -23,7 +23,7 @@ use super::library::{may_see, song_json};
 use super::{err, with_catalog};
 use crate::state::AppState;
 use crate::subsonic::rating::{self, RateError};
-use crate::userdata::Playlist;
+use crate::userdata::{Playlist, UserData, UserDataError};
 
 /// The user's rating of a song (entry id), 1..=5, for the library pages.
 pub(super) use crate::subsonic::rating::song_rating;
@@ -130,6 +130,24 @@ fn check_form(f: &PlaylistForm) -> Result<(), Response> {
     Ok(())
 }
 
+/// Runs a change of the user data on a blocking thread: it waits for an
+/// fsync, which must not hold up the async executor.
+/// A refusal over a limit is a 413 with the limit's message.
+async fn write<T: Send + 'static>(
+    st: &AppState,
+    f: impl FnOnce(&UserData) -> Result<T, UserDataError> + Send + 'static,
+) -> Result<T, Response> {
+    let music = st.music.clone();
+    match tokio::task::spawn_blocking(move || f(&music.userdata)).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e @ (UserDataError::TooMany { .. } | UserDataError::TooLong { .. }))) => {
+            Err(err(StatusCode::PAYLOAD_TOO_LARGE, &e.to_string()))
+        }
+        Ok(Err(e)) => Err(not_saved(e)),
+        Err(e) => Err(not_saved(format!("the writer task failed: {e}"))),
+    }
+}
+
 /// `POST /ui/api/playlists` `{"name", "songs"?}`: a new playlist.
 async fn create(
     State(st): State<AppState>,
@@ -149,9 +167,10 @@ async fn create(
         created: now,
         changed: now,
     };
-    match st.music.userdata.create_playlist(p.clone()) {
+    let p2 = p.clone();
+    match write(&st, move |u| u.create_playlist(p2)).await {
         Ok(id) => Json(playlist_json(id, &p, &user)).into_response(),
-        Err(e) => not_saved(e),
+        Err(r) => r,
     }
 }
 
@@ -175,10 +194,11 @@ async fn update(
     p.public = f.public.unwrap_or(p.public);
     p.comment = f.comment.unwrap_or(p.comment);
     p.changed = st.now();
-    match st.music.userdata.put_playlist(id, p.clone()) {
+    let p2 = p.clone();
+    match write(&st, move |u| u.put_playlist(id, p2)).await {
         Ok(true) => Json(playlist_json(id, &p, &user)).into_response(),
         Ok(false) => err(StatusCode::NOT_FOUND, "no such playlist of yours"),
-        Err(e) => not_saved(e),
+        Err(r) => r,
     }
 }
 
@@ -192,9 +212,9 @@ async fn delete(State(st): State<AppState>, Path(id): Path<u64>, User(user, _): 
     {
         return err(StatusCode::NOT_FOUND, "no such playlist of yours");
     }
-    match st.music.userdata.delete_playlist(id) {
+    match write(&st, move |u| u.delete_playlist(id)).await {
         Ok(_) => Json(json!({ "deleted": id })).into_response(),
-        Err(e) => not_saved(e),
+        Err(r) => r,
     }
 }
 
@@ -231,13 +251,10 @@ async fn star(
     if cat.song(&f.id).is_none() && cat.album(&f.id).is_none() && cat.artist(&f.id).is_none() {
         return err(StatusCode::NOT_FOUND, "no such song, album or artist");
     }
-    match st
-        .music
-        .userdata
-        .star(&user, std::slice::from_ref(&f.id), f.on, st.now())
-    {
+    let (id, on, now) = (f.id.clone(), f.on, st.now());
+    match write(&st, move |u| u.star(&user, &[id], on, now)).await {
         Ok(()) => Json(json!({ "id": f.id, "starred": f.on })).into_response(),
-        Err(e) => not_saved(e),
+        Err(r) => r,
     }
 }
 
