@@ -175,7 +175,7 @@ pub enum OfflineError {
 /// checked, the library opened (and so locked against a server starting).
 fn open_offline(data_dir: &Path, user: &str) -> Result<AppState, OfflineError> {
     let accounts = user_accounts(data_dir, user)?;
-    open_state(data_dir, accounts, Config::default().listens_options()).map_err(|e| match e {
+    open_state(data_dir, accounts).map_err(|e| match e {
         StateError::Running { path, source } => OfflineError::Running { path, source },
         e => OfflineError::State(e),
     })
