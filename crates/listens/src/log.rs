@@ -169,6 +169,42 @@ impl GroupLog {
         Ok((log, truncated_bytes))
     }
 
+    /// Opens the log for reading only, as a command beside a running
+    /// server does: hands every record up to the last good one to
+    /// `visit` and changes nothing on disk (a torn tail, perhaps a write
+    /// in progress, is left alone, not cut). Appends to it fail.
+    pub(crate) fn open_read_only(
+        path: &Path,
+        visit: impl FnMut(u64, EventRef<'_>),
+    ) -> Result<GroupLog, OpenError> {
+        let io = |source| OpenError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let mut file = File::open(path).map_err(io)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io)?;
+        let mut version = VERSION_1;
+        if bytes.len() as u64 >= HEADER_LEN {
+            version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+            read_log_at(&bytes, FRAMING.torn_window, visit).map_err(|e| match e {
+                ReadError::BadHeader { version } => OpenError::BadHeader {
+                    path: path.to_owned(),
+                    version,
+                },
+                ReadError::Damaged { offset, reason } => OpenError::Damaged {
+                    path: path.to_owned(),
+                    offset,
+                    reason,
+                },
+            })?;
+        }
+        let log = GroupLog::new(file);
+        *lock(&log.version) = version;
+        lock(&log.state).failed = Some(format!("{} was opened read-only", path.display()));
+        Ok(log)
+    }
+
     /// Makes the header say [`VERSION`] (a version 1 log's is rewritten
     /// in place and fsynced) before a record only version 2 knows is
     /// appended.

@@ -105,7 +105,28 @@ impl Listens {
 
     /// [`Listens::open`] with other [`Options`] than the defaults.
     pub fn open_with(dir: &Path, options: Options) -> Result<(Listens, OpenReport), OpenError> {
-        if !dir.is_dir() {
+        Listens::open_as(dir, options, false)
+    }
+
+    /// Reads the history in `dir` without changing anything on disk, as
+    /// a command beside a running server does (the log is append-only:
+    /// what the server writes meanwhile is past the end read, and a
+    /// record it is writing is left alone, not cut as a torn tail).
+    /// Writes to it fail. A history not created yet is an error
+    /// ([`OpenError::Io`], not found).
+    pub fn open_read_only(
+        dir: &Path,
+        options: Options,
+    ) -> Result<(Listens, OpenReport), OpenError> {
+        Listens::open_as(dir, options, true)
+    }
+
+    fn open_as(
+        dir: &Path,
+        options: Options,
+        read_only: bool,
+    ) -> Result<(Listens, OpenReport), OpenError> {
+        if !read_only && !dir.is_dir() {
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(DIR_MODE)
@@ -127,7 +148,7 @@ impl Listens {
         let mut undone = std::collections::BTreeSet::new();
         // One listen at a time, its strings borrowed from the file's bytes.
         let mut one = Prepared::with_capacity(1);
-        let (log, truncated) = GroupLog::open_at(&dir.join(LOG_FILE), |at, ev| match ev {
+        let visit = |at: u64, ev: EventRef<'_>| match ev {
             EventRef::Listen(l) => {
                 one.clear();
                 if seen.insert_exact(&one.push(&hasher, &l)) {
@@ -159,7 +180,13 @@ impl Listens {
                 }
                 report.corrections += 1;
             }
-        })?;
+        };
+        let path = dir.join(LOG_FILE);
+        let (log, truncated) = if read_only {
+            (GroupLog::open_read_only(&path, visit)?, 0)
+        } else {
+            GroupLog::open_at(&path, visit)?
+        };
         for user in undone {
             index.rebuild(&user, None);
         }
@@ -495,6 +522,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_read_only_open_sees_the_history_and_leaves_a_record_being_written_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = Listens::open(dir.path()).unwrap();
+        s.submit(&[l("u", 10, "A", "x", "")]).unwrap();
+        // A record the writer is in the middle of: half of it on disk.
+        let path = dir.path().join(LOG_FILE);
+        let mut half = Vec::new();
+        encode_listen(&l("u", 20, "B", "y", "").as_ref(), &mut half);
+        half.truncate(half.len() / 2);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(&half);
+        std::fs::write(&path, &bytes).unwrap();
+        let (r, rep) = Listens::open_read_only(dir.path(), Options::default()).unwrap();
+        assert_eq!((rep.listens, rep.truncated_bytes), (1, 0));
+        assert_eq!(r.summary("u").playcount, 1);
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "nothing was cut");
+        assert!(r.submit(&[l("u", 30, "C", "z", "")]).is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "nothing was written");
+        // A history not created yet is not created by reading it.
+        let none = dir.path().join("none");
+        assert!(Listens::open_read_only(&none, Options::default()).is_err());
+        assert!(!none.exists());
     }
 
     use std::collections::HashMap;

@@ -4,8 +4,11 @@
 //! what it changed moves the library's `timesplayed` (the linker) and the
 //! hot tier's popularity (the tiers' feed), so both follow the corrected
 //! counts. The web UI's history routes (`web/history.rs`) call it while
-//! the server runs; `spindle listens edit|delete|merge|undo|corrections`
-//! calls [`correct_offline`] on a stopped server's data dir.
+//! the server runs; `spindle listens edit|delete|merge|undo` calls
+//! [`correct`], which makes it here on a stopped server's data dir and
+//! hands it to a running server through the [`CorrectionSpool`];
+//! `spindle listens corrections` reads the history without writing
+//! ([`corrections_offline`]), the server running or not.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,8 +17,11 @@ use spindle_listens::{
     Changes, Corrected, Correction, CorrectionError, CorrectionInfo, Options, Target,
 };
 
-use crate::offline::{open_state, user_accounts, StateError, UserError};
-use crate::{AppState, Config};
+use spindle_listens::Listens;
+
+use crate::correction_spool::{CorrectionSpool, Request, Requested};
+use crate::offline::{open_state, server_config, user_accounts, StateError, UserError};
+use crate::{AppState, Config, SystemClock};
 
 impl Config {
     /// How the listening history is opened under these settings.
@@ -37,7 +43,7 @@ pub enum Action {
 
 /// `spindle listens edit`'s arguments after `--user`, and the web UI's
 /// edit form: which listens get which new names.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct EditArgs {
     /// The listen's start time, UNIX seconds (see `corrections` or the
     /// web UI's recent listens).
@@ -85,7 +91,7 @@ impl From<EditArgs> for Correction {
 
 /// `spindle listens delete`'s arguments after `--user`, and the web UI's
 /// delete form: the listen that no longer counts.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct DeleteArgs {
     /// The listen's start time, UNIX seconds.
     #[arg(long)]
@@ -108,7 +114,7 @@ impl From<DeleteArgs> for Correction {
 
 /// `spindle listens merge`'s arguments after `--user`, and the web UI's
 /// merge form: the artist name that counts as another.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct MergeArgs {
     #[arg(long)]
     pub from: String,
@@ -150,18 +156,15 @@ impl AppState {
     }
 }
 
-/// Why a correction of a stopped server's history did not run.
+/// Why a correction from the command line did not run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OfflineError {
     #[error(transparent)]
     User(#[from] UserError),
-    /// The library is locked while `spindle serve` runs.
-    #[error(
-        "the library in {} is in use (is `spindle serve` running?): while the server runs, \
-         correct the history in its web UI (Recent listens: edit, delete; History: merge, undo)",
-        path.display()
-    )]
+    /// The library is locked while `spindle serve` runs ([`correct`]
+    /// hands the correction to it then).
+    #[error("the library in {} is in use (is `spindle serve` running?)", path.display())]
     Running {
         path: PathBuf,
         #[source]
@@ -171,16 +174,55 @@ pub enum OfflineError {
     State(StateError),
     #[error(transparent)]
     Correction(#[from] CorrectionError),
+    /// The history could not be read.
+    #[error(transparent)]
+    Read(#[from] spindle_listens::OpenError),
+    /// The corrections spool could not be written.
+    #[error("the corrections spool in {}", path.display())]
+    Spool {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where a correction was made.
+#[derive(Debug)]
+pub enum Made {
+    /// Here, the server being stopped.
+    Here(Corrected),
+    /// Handed to the running server: its answer comes in the spool
+    /// ([`CorrectionSpool::answered`]).
+    Handed(Request),
 }
 
 /// The state of a stopped server's data dir, for one command: the user
 /// checked, the library opened (and so locked against a server starting).
 fn open_offline(data_dir: &Path, user: &str) -> Result<AppState, OfflineError> {
     let accounts = user_accounts(data_dir, user)?;
-    open_state(data_dir, accounts, Config::default().listens_options()).map_err(|e| match e {
+    open_state(data_dir, accounts).map_err(|e| match e {
         StateError::Running { path, source } => OfflineError::Running { path, source },
         e => OfflineError::State(e),
     })
+}
+
+/// Makes `what` on `user`'s history in `data_dir`: here when the server
+/// is stopped, with the library's play counts following; else handed to
+/// the running server through the [`CorrectionSpool`], which makes it the
+/// same way.
+pub fn correct(data_dir: &Path, user: &str, what: Requested) -> Result<Made, OfflineError> {
+    match correct_offline(data_dir, user, what.clone().into()) {
+        Err(OfflineError::Running { .. }) => {
+            let req = Request::new(user, what, SystemClock.now_secs());
+            let spool = CorrectionSpool::new(data_dir);
+            spool.hand_in(&req).map_err(|source| OfflineError::Spool {
+                path: spool.incoming(),
+                source,
+            })?;
+            Ok(Made::Handed(req))
+        }
+        done => done.map(Made::Here),
+    }
 }
 
 /// Makes `action` on `user`'s history in the data dir of a stopped
@@ -198,16 +240,27 @@ pub fn correct_offline(
     Ok(done)
 }
 
-/// `user`'s corrections in the data dir of a stopped server, oldest
-/// first.
+/// `user`'s corrections in `data_dir`, oldest first, whether the server
+/// runs or not: the history is read without being opened for writing
+/// ([`Listens::open_read_only`]; the log is append-only, so reading it
+/// beside the server's writes is safe).
 pub fn corrections_offline(
     data_dir: &Path,
     user: &str,
 ) -> Result<Vec<CorrectionInfo>, OfflineError> {
-    let state = open_offline(data_dir, user)?;
-    let list = state.listens.corrections(user);
-    state.stop_background();
-    Ok(list)
+    user_accounts(data_dir, user)?;
+    let options = server_config(data_dir)
+        .map_err(OfflineError::State)?
+        .listens_options();
+    match Listens::open_read_only(&data_dir.join("listens"), options) {
+        Ok((listens, _)) => Ok(listens.corrections(user)),
+        Err(spindle_listens::OpenError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(Vec::new())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]
@@ -299,7 +352,8 @@ mod tests {
     }
 
     #[test]
-    fn an_offline_delete_and_undo_change_the_history_and_a_locked_library_says_to_use_the_web_ui() {
+    fn an_offline_delete_and_undo_change_the_history_and_beside_a_running_server_the_list_reads_and_a_correction_is_handed_in(
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let acc = Accounts::open(&dir.path().join("accounts")).unwrap();
         acc.add_user_cheaply("ann", "secret-password");
@@ -340,10 +394,21 @@ mod tests {
         );
         let undone = correct_offline(dir.path(), "ann", Action::Undo(done.id)).unwrap();
         assert_eq!(undone.added.len(), 1);
-        // A running server holds the library's lock.
+        // A running server holds the library's lock: the list is read
+        // all the same, and a correction is handed to the server.
         let db = Db::open(dir.path()).unwrap();
-        let e = corrections_offline(dir.path(), "ann").unwrap_err();
-        assert!(e.to_string().contains("web UI"), "{e}");
+        let list = corrections_offline(dir.path(), "ann").unwrap();
+        assert_eq!(list.len(), 1);
+        assert!(list[0].undone);
+        let merge = Requested::Merge(MergeArgs {
+            from: "A".into(),
+            to: "B".into(),
+        });
+        let Made::Handed(req) = correct(dir.path(), "ann", merge).unwrap() else {
+            panic!("made beside a running server");
+        };
+        let spool = CorrectionSpool::new(dir.path());
+        assert!(spool.incoming().join(format!("{}.json", req.id)).is_file());
         drop(db);
         let (l, _) = Listens::open(&dir.path().join("listens")).unwrap();
         assert_eq!(l.summary("ann").playcount, 2);

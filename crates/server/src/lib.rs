@@ -44,6 +44,7 @@ pub mod body;
 pub mod catalog;
 pub mod chart_svg;
 pub mod cluster;
+pub mod correction_spool;
 pub mod corrections;
 pub mod cover;
 mod expiry;

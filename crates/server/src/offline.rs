@@ -2,12 +2,15 @@
 //! import|pull|edit|…`, [`crate::import`], [`crate::corrections`]) begin
 //! the same way: the accounts opened and the user they name checked
 //! ([`user_accounts`]), then the library and the history opened, which
-//! locks the library against a server starting ([`open_state`]).
+//! locks the library against a server starting ([`open_state`]), under
+//! the settings `spindle serve` would run with ([`server_config`]): a
+//! command on a stopped server keeps the history as the server does (its
+//! dedupe window, its time window).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use spindle_listens::{Listens, Options};
+use spindle_listens::Listens;
 use spindle_store::Db;
 
 use crate::accounts::{AccountError, Accounts};
@@ -58,26 +61,36 @@ pub enum StateError {
     },
     #[error(transparent)]
     Listens(#[from] spindle_listens::OpenError),
+    /// The server's settings (file, environment) do not load.
+    #[error("reading the server's settings")]
+    Settings(#[source] crate::settings::SettingsError),
 }
 
-/// The server's state over `data_dir` for one command, its history kept
-/// by `options`; [`StateError::Running`] while the server holds it.
-pub fn open_state(
-    data_dir: &Path,
-    accounts: Accounts,
-    options: Options,
-) -> Result<AppState, StateError> {
+/// The server's settings as `spindle serve` over `data_dir` without
+/// flags resolves them (environment, settings file, defaults).
+pub fn server_config(data_dir: &Path) -> Result<Config, StateError> {
+    crate::settings::Flags::default()
+        .settings(Some(data_dir))
+        .map(|s| s.http)
+        .map_err(StateError::Settings)
+}
+
+/// The server's state over `data_dir` for one command, under the
+/// server's settings ([`server_config`]); [`StateError::Running`] while
+/// the server holds it.
+pub fn open_state(data_dir: &Path, accounts: Accounts) -> Result<AppState, StateError> {
+    let config = server_config(data_dir)?;
     let path = data_dir.to_owned();
     let db = Db::open(data_dir).map_err(|source| match source {
         spindle_store::OpenError::Locked { .. } => StateError::Running { path, source },
         source => StateError::Library { path, source },
     })?;
-    let (store, _) = Listens::open_with(&data_dir.join("listens"), options)?;
+    let (store, _) = Listens::open_with(&data_dir.join("listens"), config.listens_options())?;
     Ok(AppState::new(
         Arc::new(db),
         Arc::new(accounts),
         Arc::new(store),
-        Config::default(),
+        config,
         Arc::new(SystemClock),
     ))
 }
@@ -102,12 +115,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let accounts = || Accounts::open(&dir.path().join("accounts")).unwrap();
         let _server = Db::open(dir.path()).unwrap();
-        let e = open_state(dir.path(), accounts(), Options::default())
-            .err()
-            .unwrap();
+        let e = open_state(dir.path(), accounts()).err().unwrap();
         assert!(matches!(e, StateError::Running { .. }), "{e}");
         drop(_server);
-        let st = open_state(dir.path(), accounts(), Options::default()).unwrap();
+        let st = open_state(dir.path(), accounts()).unwrap();
         st.stop_background();
     }
 }

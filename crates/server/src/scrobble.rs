@@ -149,18 +149,37 @@ pub async fn love(
         .map_err(|e| AppendError::Io(format!("the writer task failed: {e}")))?
 }
 
+/// What [`AppState::import`] did with the listens it was given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportCounts {
+    /// New, and stored.
+    pub added: u64,
+    /// Not stored: there already (the same play within the dedupe
+    /// window), or refused (an empty name, a field over its limit).
+    pub already: u64,
+    /// Not stored: before the config's `min_timestamp`, or more than
+    /// `max_future` ahead.
+    pub outside_window: u64,
+}
+
 impl AppState {
-    /// Stores listens from an export or a pull, with the checks of
-    /// [`check`] including the time window (the config's `min_timestamp`
-    /// and `max_future`: a listen outside it is skipped, as a scrobble
-    /// would be), and links them to the library; returns how many were
-    /// new.
-    pub fn import(&self, listens: Vec<Listen>) -> Result<usize, AppendError> {
-        let ok: Vec<Listen> = listens
-            .into_iter()
-            .filter(|l| check(self, l, true).is_ok())
-            .collect();
-        let mut added = 0;
+    /// Stores listens from an export or a pull — the one import path,
+    /// whether the server runs (the spool's task) or not (`spindle
+    /// listens import` on a stopped server runs the same job here) —
+    /// with the checks of [`check`] including the time window (the
+    /// config's `min_timestamp` and `max_future`: a listen outside it is
+    /// skipped, as a scrobble would be, and counted apart), the history's
+    /// dedupe window, and links them to the library.
+    pub fn import(&self, listens: Vec<Listen>) -> Result<ImportCounts, AppendError> {
+        let mut counts = ImportCounts::default();
+        let mut ok = Vec::with_capacity(listens.len());
+        for l in listens {
+            match check(self, &l, true) {
+                Ok(()) => ok.push(l),
+                Err(Ignored::TooOld | Ignored::TooNew) => counts.outside_window += 1,
+                Err(_) => counts.already += 1,
+            }
+        }
         for chunk in ok.chunks(10_000) {
             let out = self.listens.submit(chunk)?;
             self.forward.wake();
@@ -170,14 +189,15 @@ impl AppState {
                 .filter(|(_, s)| **s == Submitted::Accepted)
                 .map(|(l, _)| l.clone())
                 .collect();
-            added += fresh.len();
+            counts.added += fresh.len() as u64;
+            counts.already += (chunk.len() - fresh.len()) as u64;
             let songs: Vec<(Listen, Option<u32>)> =
                 fresh.iter().map(|l| (l.clone(), None)).collect();
             self.plays.record(&self.db.read(), &songs);
             self.linker.send(fresh);
         }
         self.flush_library_links();
-        Ok(added)
+        Ok(counts)
     }
 }
 

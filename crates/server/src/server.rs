@@ -242,6 +242,11 @@ impl Server {
                 state.clone(),
                 stop.subscribe(),
             )));
+            tasks.push(tokio::spawn(crate::correction_spool::run(
+                state.clone(),
+                crate::correction_spool::CorrectionSpool::new(&data_dir),
+                stop.subscribe(),
+            )));
         }
         if let Some(t) = &tls {
             tasks.push(tokio::spawn(crate::tls::reload_on_sighup(

@@ -36,22 +36,36 @@ impl std::fmt::Display for JobState {
 }
 
 /// How many of the listens an import read it added: what the CLI prints
-/// at the end, `1500 of 2000 listens added (500 already there)`.
+/// at the end, `1500 of 2000 listens added (499 already there, 1
+/// outside the time window)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tally {
     pub added: u64,
     pub total: u64,
     /// Not added: there already (or refused, with an empty name).
     pub already: u64,
+    /// Not added: outside the server's time window.
+    pub outside_window: u64,
 }
 
 impl std::fmt::Display for Tally {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} of {} listens added ({} already there)",
-            self.added, self.total, self.already
+            "{} of {} listens added ({})",
+            self.added,
+            self.total,
+            not_added(self.already, self.outside_window)
         )
+    }
+}
+
+/// `499 already there`, and `, 1 outside the time window` when any were.
+fn not_added(already: u64, outside_window: u64) -> String {
+    if outside_window == 0 {
+        format!("{already} already there")
+    } else {
+        format!("{already} already there, {outside_window} outside the time window")
     }
 }
 
@@ -188,8 +202,8 @@ pub struct Job {
     /// Listens of an export handled so far (a resumed job skips them).
     #[serde(default)]
     pub done: u64,
-    /// Listens skipped for being outside the server's time window (also
-    /// counted in `duplicates`; a note says how many).
+    /// Listens skipped for being outside the server's time window (not
+    /// counted in `duplicates`; a note says why).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub outside_window: u64,
     /// What the reader assumed or left out (a Rockbox log in local time).
@@ -249,6 +263,7 @@ impl Job {
             added: self.added,
             total: self.total,
             already: self.duplicates,
+            outside_window: self.outside_window,
         }
     }
 
@@ -256,14 +271,15 @@ impl Job {
     /// added, 500 already there)`.
     pub fn progress_line(&self) -> String {
         let state = self.state;
+        let rest = not_added(self.duplicates, self.outside_window);
         let mut s = match &self.source {
             Source::Pull(p) => format!(
-                "{state}: {} pages, {} listens fetched ({} added, {} already there)",
-                p.pages, self.total, self.added, self.duplicates
+                "{state}: {} pages, {} listens fetched ({} added, {rest})",
+                p.pages, self.total, self.added
             ),
             Source::File { .. } => format!(
-                "{state}: {} of {} listens ({} added, {} already there)",
-                self.done, self.total, self.added, self.duplicates
+                "{state}: {} of {} listens ({} added, {rest})",
+                self.done, self.total, self.added
             ),
         };
         if let Some(e) = &self.error {
@@ -334,6 +350,12 @@ mod tests {
             j.tally().to_string(),
             "15 of 90 listens added (5 already there)"
         );
+        j.outside_window = 2;
+        assert_eq!(
+            j.tally().to_string(),
+            "15 of 90 listens added (5 already there, 2 outside the time window)"
+        );
+        j.outside_window = 0;
         j.state = JobState::Failed;
         j.error = Some("disk full".into());
         assert_eq!(

@@ -22,8 +22,6 @@ pub use spool::Spool;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use spindle_listens::Options;
-
 use crate::accounts::Accounts;
 use crate::offline::{open_state, user_accounts, StateError, UserError};
 use crate::{AppState, SystemClock};
@@ -66,47 +64,6 @@ pub enum ImportError {
     Task(String),
 }
 
-/// What an import did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Imported {
-    /// The export's format (`rockbox`, `spotify`, …).
-    pub format: &'static str,
-    /// Listens in the file.
-    pub total: usize,
-    /// Listens added to the history; the rest were there already.
-    pub added: usize,
-    /// What the reader assumed or left out.
-    pub notes: Vec<String>,
-}
-
-impl Imported {
-    /// What it added of what it read.
-    pub fn tally(&self) -> Tally {
-        let (added, total) = (self.added as u64, self.total as u64);
-        Tally {
-            added,
-            total,
-            already: total.saturating_sub(added),
-        }
-    }
-}
-
-/// How many of `listens` [`AppState::import`] skips for being outside
-/// the time window (before the config's `min_timestamp`, or more than
-/// `max_future` ahead).
-pub(crate) fn outside_window(state: &AppState, listens: &[spindle_listens::Listen]) -> u64 {
-    use crate::scrobble::{check, Ignored};
-    listens
-        .iter()
-        .filter(|l| {
-            matches!(
-                check(state, l, true),
-                Err(Ignored::TooOld | Ignored::TooNew)
-            )
-        })
-        .count() as u64
-}
-
 /// The job's note on `n` listens skipped by the time window.
 pub(crate) fn window_note(state: &AppState, n: u64) -> String {
     format!(
@@ -146,7 +103,7 @@ impl AppState {
 /// The state over `data_dir` to import here, or `None` when the server
 /// holds the library (it is running).
 fn open_here(data_dir: &Path, accounts: Accounts) -> Result<Option<AppState>, ImportError> {
-    match open_state(data_dir, accounts, Options::EXACT) {
+    match open_state(data_dir, accounts) {
         Ok(state) => Ok(Some(state.with_import_spool(data_dir))),
         Err(StateError::Running { .. }) => Ok(None),
         Err(e) => Err(e.into()),
@@ -155,50 +112,42 @@ fn open_here(data_dir: &Path, accounts: Accounts) -> Result<Option<AppState>, Im
 
 /// Imports the export `file` as `user`'s listens into the history of
 /// `data_dir`, idempotently (listens already there are not added again):
-/// here when the server is stopped, else handed to it. The file is read
-/// first either way, so one that is not an export is refused at once.
-pub fn import_file(
-    data_dir: &Path,
-    file: &Path,
-    user: &str,
-) -> Result<Started<Imported>, ImportError> {
+/// handed to the server when it runs, else run here as the server would
+/// run it — the same job, through the same steps and the same
+/// [`AppState::import`], under the server's settings (its dedupe and
+/// time windows) — so the result does not depend on whether the server
+/// runs. The file is read first either way, so one that is not an export
+/// is refused at once. Here, the finished job is returned.
+pub fn import_file(data_dir: &Path, file: &Path, user: &str) -> Result<Started<Job>, ImportError> {
     let accounts = user_accounts(data_dir, user)?;
     let text = std::fs::read_to_string(file).map_err(|source| ImportError::Read {
         path: file.to_owned(),
         source,
     })?;
-    let export =
-        spindle_listens::import::read_export(&text, user).map_err(|source| ImportError::Parse {
-            path: file.to_owned(),
-            source,
-        })?;
+    spindle_listens::import::read_export(&text, user).map_err(|source| ImportError::Parse {
+        path: file.to_owned(),
+        source,
+    })?;
+    drop(text);
+    let name = file
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let job = Job::new(user, Source::File { name }, SystemClock.now_secs());
+    let spool = Spool::new(data_dir);
+    let spool_error = |source| ImportError::Spool {
+        path: spool.incoming(),
+        source,
+    };
     let Some(state) = open_here(data_dir, accounts)? else {
-        let name = file
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let job = Job::new(user, Source::File { name }, SystemClock.now_secs());
-        let spool = Spool::new(data_dir);
-        spool
-            .hand_in_file(&job, file)
-            .map_err(|source| ImportError::Spool {
-                path: spool.incoming(),
-                source,
-            })?;
+        spool.hand_in_file(&job, file).map_err(spool_error)?;
         return Ok(Started::Spooled(job));
     };
-    let total = export.listens.len();
-    let outside = outside_window(&state, &export.listens);
-    let mut notes = export.notes;
-    if outside > 0 {
-        notes.push(window_note(&state, outside));
-    }
-    let added = state.import(export.listens)?;
-    Ok(Started::Here(Imported {
-        format: export.format.name(),
-        total,
-        added,
-        notes,
-    }))
+    spool.place_file(&job, file).map_err(spool_error)?;
+    let running = spawn_here(state, job)?;
+    let job = running
+        .join()
+        .map_err(|_| ImportError::Task("the import thread panicked".into()))?;
+    Ok(Started::Here(job))
 }
 
 /// Starts pulling `pull` into `user`'s history: the job to run here
@@ -273,7 +222,7 @@ mod tests {
         (dir, file)
     }
 
-    fn here(s: Started<Imported>) -> Imported {
+    fn here(s: Started<Job>) -> Job {
         match s {
             Started::Here(i) => i,
             Started::Spooled(j) => panic!("handed in as {}", j.id),
@@ -285,8 +234,8 @@ mod tests {
         let (dir, file) = data_dir_with_ann();
         let first = here(import_file(dir.path(), &file, "ann").unwrap());
         assert_eq!(
-            (first.format, first.total, first.added),
-            ("listenbrainz", 2, 2)
+            (first.format.as_deref(), first.total, first.added),
+            (Some("listenbrainz"), 2, 2)
         );
         let again = here(import_file(dir.path(), &file, "ann").unwrap());
         assert_eq!((again.total, again.added), (2, 0));
@@ -304,13 +253,58 @@ mod tests {
         std::fs::write(&file, export).unwrap();
         let done = here(import_file(dir.path(), &file, "ann").unwrap());
         assert_eq!((done.total, done.added), (4, 1));
-        assert_eq!(done.tally().already, 3);
+        // Skipped for the time window, not counted as there already.
+        assert_eq!((done.tally().already, done.tally().outside_window), (0, 3));
+        assert_eq!(
+            done.tally().to_string(),
+            "1 of 4 listens added (0 already there, 3 outside the time window)"
+        );
         assert!(
             done.notes
                 .iter()
                 .any(|n| n.starts_with("3 listens outside the accepted time window")),
             "{:?}",
             done.notes
+        );
+    }
+
+    /// The same play sent by two players, 10 s apart: one listen, with
+    /// the server stopped as with it running (its dedupe window).
+    const TWICE: &str = r#"[{"listened_at": 1700000000, "track_metadata": {"artist_name": "Weezer", "track_name": "Buddy Holly"}},
+        {"listened_at": 1700000010, "track_metadata": {"artist_name": "Weezer", "track_name": "Buddy Holly"}},
+        {"listened_at": 1700000300, "track_metadata": {"artist_name": "Weezer", "track_name": "Say It Ain't So"}}]"#;
+
+    #[test]
+    fn a_stopped_server_imports_with_the_same_dedupe_window_as_a_running_one() {
+        let (dir, file) = data_dir_with_ann();
+        std::fs::write(&file, TWICE).unwrap();
+        let here = here(import_file(dir.path(), &file, "ann").unwrap());
+        assert_eq!((here.total, here.added, here.duplicates), (3, 2, 1));
+        // The running server's path: the job handed in, taken by the
+        // worker over a state opened as `spindle serve` opens it.
+        let (dir2, file2) = data_dir_with_ann();
+        std::fs::write(&file2, TWICE).unwrap();
+        let server = Db::open(dir2.path()).unwrap();
+        let Started::Spooled(job) = import_file(dir2.path(), &file2, "ann").unwrap() else {
+            panic!("imported beside a running server");
+        };
+        drop(server);
+        let state =
+            crate::offline::open_state(dir2.path(), user_accounts(dir2.path(), "ann").unwrap())
+                .unwrap()
+                .with_import_spool(dir2.path());
+        let spool = Spool::new(dir2.path());
+        let taken = spool.take_incoming().unwrap();
+        assert_eq!(taken.len(), 1);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let online = rt.block_on(run_here(state, taken.into_iter().next().unwrap()));
+        assert_eq!(online.id, job.id);
+        assert_eq!(
+            (online.total, online.added, online.duplicates),
+            (here.total, here.added, here.duplicates)
         );
     }
 

@@ -33,7 +33,7 @@ pub const DIR_MODE: u32 = 0o700;
 pub const FILE_MODE: u32 = 0o600;
 
 /// Creates `dir` and its missing parents, mode [`DIR_MODE`].
-fn make_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn make_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(DIR_MODE)
@@ -103,6 +103,20 @@ impl Spool {
             return Err(e);
         }
         self.hand_in_part(job, &part)
+    }
+
+    /// Places `job` as taken, with a copy of the export `file` beside it:
+    /// for a job run here, the server being stopped.
+    pub fn place_file(&self, job: &Job, file: &Path) -> std::io::Result<()> {
+        make_dir(&self.root)?;
+        let data = self.data_path(&job.id);
+        let copied = std::fs::File::open(file)
+            .and_then(|mut from| std::io::copy(&mut from, &mut create_file(&data)?));
+        if let Err(e) = copied {
+            let _ = std::fs::remove_file(&data);
+            return Err(e);
+        }
+        self.save(job)
     }
 
     /// Hands in `job` with the export at `part` (from [`Spool::part_path`]).
@@ -239,7 +253,7 @@ fn bad_json(path: &Path) -> impl Fn(serde_json::Error) -> std::io::Error + '_ {
 }
 
 /// The ids of the `ID.json` files in `dir` (none if it does not exist).
-fn json_ids(dir: &Path) -> std::io::Result<Vec<String>> {
+pub(crate) fn json_ids(dir: &Path) -> std::io::Result<Vec<String>> {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -260,7 +274,11 @@ fn json_ids(dir: &Path) -> std::io::Result<Vec<String>> {
 }
 
 /// Writes `value` as `dir/name` through a temporary file renamed over it.
-fn write_json<T: serde::Serialize>(dir: &Path, name: &str, value: &T) -> std::io::Result<()> {
+pub(crate) fn write_json<T: serde::Serialize>(
+    dir: &Path,
+    name: &str,
+    value: &T,
+) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let mut f = create_file(&tmp)?;
     serde_json::to_writer_pretty(&mut f, value).map_err(std::io::Error::other)?;

@@ -247,17 +247,13 @@ pub(crate) async fn store(
     listens: Vec<Listen>,
 ) -> Result<(), ImportError> {
     let st = state.clone();
-    let rows = listens.len() as u64;
-    let (added, outside_window) = tokio::task::spawn_blocking(move || {
-        let outside = super::outside_window(&st, &listens);
-        st.import(listens).map(|added| (added as u64, outside))
-    })
-    .await
-    .map_err(|e| ImportError::Task(e.to_string()))??;
-    job.added += added;
-    job.duplicates += rows.saturating_sub(added);
-    if outside_window > 0 {
-        job.outside_window += outside_window;
+    let counts = tokio::task::spawn_blocking(move || st.import(listens))
+        .await
+        .map_err(|e| ImportError::Task(e.to_string()))??;
+    job.added += counts.added;
+    job.duplicates += counts.already;
+    if counts.outside_window > 0 {
+        job.outside_window += counts.outside_window;
         job.set_window_note(super::window_note(state, job.outside_window));
     }
     Ok(())
@@ -465,7 +461,8 @@ Portishead\tDummy\tRoads\t3\t305\tL\t1700000700\t\n";
         assert_eq!(done.state, JobState::Done, "{:?}", done.error);
         assert_eq!(
             (done.total, done.added, done.duplicates, done.outside_window),
-            (2, 1, 1, 1)
+            (2, 1, 0, 1),
+            "outside the window is not counted as there already"
         );
         assert!(
             done.notes

@@ -53,7 +53,7 @@ pub fn run(cmd: &ListensCommand, data_dir: &Path) -> anyhow::Result<()> {
         ListensCommand::Correct(c) => super::corrections::run(c, data_dir)?,
         ListensCommand::Import { file, user } => {
             match spindle_server::import::import_file(data_dir, file, user)? {
-                Started::Here(done) => summary(&done.notes, done.tally()),
+                Started::Here(job) => finished(job)?,
                 Started::Spooled(job) => {
                     println!(
                         "the server is running: it imports {} as job {}",
