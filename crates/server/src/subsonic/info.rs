@@ -297,9 +297,9 @@ fn image_url(c: &Ctx, id: &str, size: u32) -> String {
 }
 
 fn with_images(n: Node, c: &Ctx, id: &str) -> Node {
-    n.s("smallImageUrl", image_url(c, id, 150))
-        .s("mediumImageUrl", image_url(c, id, 300))
-        .s("largeImageUrl", image_url(c, id, 600))
+    n.text_el("smallImageUrl", image_url(c, id, 150))
+        .text_el("mediumImageUrl", image_url(c, id, 300))
+        .text_el("largeImageUrl", image_url(c, id, 600))
 }
 
 fn artist_info(c: &mut Ctx, v2: bool) -> SyncResult {
@@ -343,8 +343,8 @@ fn artist_info(c: &mut Ctx, v2: bool) -> SyncResult {
         })
         .collect();
     let n = Node::new(if v2 { "artistInfo2" } else { "artistInfo" })
-        .s("biography", bio)
-        .opt_s("musicBrainzId", a.mbid.clone());
+        .text_el("biography", bio)
+        .opt_text_el("musicBrainzId", a.mbid.clone());
     let n = match image {
         Some(img) => with_images(n, c, &img),
         None => n,
@@ -383,8 +383,8 @@ fn album_info(c: &mut Ctx) -> SyncResult {
         None => String::new(),
     };
     let n = Node::new("albumInfo")
-        .s("notes", notes)
-        .opt_s("musicBrainzId", al.mbid.clone());
+        .text_el("notes", notes)
+        .opt_text_el("musicBrainzId", al.mbid.clone());
     Ok(Some(with_images(n, c, &al.id)))
 }
 
@@ -416,5 +416,48 @@ mod tests {
         // Alpha's other song and Beta's two; never Gamma (nothing shared),
         // never the song asked about.
         assert_eq!(sorted, vec![1, 2, 3]);
+    }
+
+    #[tokio::test]
+    async fn artist_and_album_infos_carry_their_texts_as_elements_in_xml_and_strings_in_json() {
+        let k = crate::subsonic::testkit::Kit::new();
+        let song = k.ok("ann", "getSong", &[("id", &k.songs[0])]).await;
+        let album = song["song"]["albumId"].as_str().unwrap().to_owned();
+        let artist = song["song"]["artistId"].as_str().unwrap().to_owned();
+        // The Subsonic schema makes these child elements (a validating or
+        // JAXB client reads nothing from attributes of those names).
+        let x = k.xml("ann", "getArtistInfo2", &[("id", &artist)]).await;
+        assert!(x.contains("<artistInfo2><biography>"), "{x}");
+        assert!(x.contains("</biography><smallImageUrl>http://"), "{x}");
+        assert!(
+            !x.contains(" biography=") && !x.contains(" smallImageUrl="),
+            "{x}"
+        );
+        let x = k.xml("ann", "getAlbumInfo2", &[("id", &album)]).await;
+        assert!(x.contains("<albumInfo><notes>"), "{x}");
+        assert!(x.contains("</smallImageUrl><mediumImageUrl>http://"), "{x}");
+        assert!(
+            !x.contains(" notes=") && !x.contains(" largeImageUrl="),
+            "{x}"
+        );
+        // JSON is unchanged: plain string fields.
+        let j = k.ok("ann", "getArtistInfo2", &[("id", &artist)]).await;
+        assert!(j["artistInfo2"]["biography"].is_string(), "{j}");
+        assert!(
+            j["artistInfo2"]["largeImageUrl"]
+                .as_str()
+                .unwrap()
+                .contains("size=600"),
+            "{j}"
+        );
+        let j = k.ok("ann", "getAlbumInfo", &[("id", &album)]).await;
+        assert!(j["albumInfo"]["notes"].is_string(), "{j}");
+        assert!(
+            j["albumInfo"]["smallImageUrl"]
+                .as_str()
+                .unwrap()
+                .contains("size=150"),
+            "{j}"
+        );
     }
 }

@@ -35,6 +35,9 @@ enum Kid {
     Many(&'static str, Vec<Node>),
     Ints(&'static str, Vec<i64>),
     Strs(&'static str, Vec<String>),
+    /// One string as a text element in XML, a string field in JSON
+    /// (Subsonic's `biography`, `notes` and image URLs are elements).
+    Str(&'static str, String),
 }
 
 /// One element.
@@ -144,6 +147,20 @@ impl Node {
         self
     }
 
+    /// A string as a text element (`<notes>text</notes>`), a string
+    /// field in JSON.
+    pub fn text_el(mut self, name: &'static str, v: impl Into<String>) -> Node {
+        self.kids.push(Kid::Str(name, v.into()));
+        self
+    }
+
+    pub fn opt_text_el(self, name: &'static str, v: Option<impl Into<String>>) -> Node {
+        match v {
+            Some(v) => self.text_el(name, v),
+            None => self,
+        }
+    }
+
     /// The node as JSON, for tests of the nodes other modules draw.
     #[cfg(test)]
     pub(crate) fn to_json(&self) -> Value {
@@ -204,6 +221,7 @@ impl Node {
                         text_element(name, out, |out| escape_into(v, out));
                     }
                 }
+                Kid::Str(name, v) => text_element(name, out, |out| escape_into(v, out)),
             }
         }
         out.push_str("</");
@@ -236,6 +254,7 @@ impl Node {
                             .map(|v| v.len() + name.len() * 2 + 8)
                             .sum::<usize>()
                 }
+                Kid::Str(name, v) => name.len() * 2 + 5 + v.len(),
             };
         }
         n
@@ -248,7 +267,9 @@ impl Node {
         let text = self.text.iter().map(|t| ("value", Field::Text(t)));
         let kids = self.kids.iter().map(|k| match k {
             Kid::One(n) => (n.name, Field::Kid(k)),
-            Kid::Many(name, _) | Kid::Ints(name, _) | Kid::Strs(name, _) => (*name, Field::Kid(k)),
+            Kid::Many(name, _) | Kid::Ints(name, _) | Kid::Strs(name, _) | Kid::Str(name, _) => {
+                (*name, Field::Kid(k))
+            }
         });
         attrs.chain(text).chain(kids)
     }
@@ -351,6 +372,7 @@ fn field_into(k: &str, v: &Field<'_>, first: &mut bool, out: &mut String) {
             }
             out.push(']');
         }
+        Field::Kid(Kid::Str(_, v)) => json_str_into(v, out),
         Field::Kid(Kid::Strs(_, vs)) => {
             out.push('[');
             for (i, v) in vs.iter().enumerate() {
@@ -560,6 +582,7 @@ mod tests {
                 }
                 Kid::Ints(name, vs) => (*name, Value::from(vs.clone())),
                 Kid::Strs(name, vs) => (*name, Value::from(vs.clone())),
+                Kid::Str(name, v) => (*name, Value::from(v.as_str())),
             };
             m.insert(name.to_owned(), v);
         }
