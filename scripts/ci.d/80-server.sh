@@ -41,6 +41,14 @@ command -v node >/dev/null || apt_install nodejs
 command -v npm >/dev/null || apt_install npm
 [[ -d "$ROOT/tests/interop/js/node_modules" ]] || npm ci --prefix "$ROOT/tests/interop/js"
 SPINDLE_BIN="$ROOT/target/release/spindle" node --test "$ROOT/tests/interop/js/"
+# A third ecosystem: the Java client library net.beardbot:subsonic-client
+# from Maven Central (pinned in tests/interop/java/pom.xml), each answer
+# also validated against the Subsonic XSD its jar ships.
+command -v java >/dev/null || apt_install default-jdk-headless
+command -v mvn >/dev/null || apt_install maven
+SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
+SPINDLE_MVN_ARGS="-Dmaven.repo.local=$ROOT/target/m2" \
+    "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/interop/test_java_client.py"
 # The abuse load (docs/security.md): failed logins on every path and heavy
 # queries from one address while a listener streams and scrobbles from
 # another; p99 and the server's memory ceiling are asserted, the figures
