@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 mod common;
 
 use spindle_listens::{Listen, RecentQuery};
-use spindle_server::forward::{linking, Link, LinkKind};
+use spindle_scrobble::outbound::Policy;
+use spindle_server::forward::{linking, ForwardConfig, Link, LinkKind};
 use spindle_server::{AppState, Server, ServerConfig};
 
 const NOW: i64 = 1_750_000_000;
@@ -24,8 +25,23 @@ struct Running {
     run: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
+/// What these tests link to: the other server, on 127.0.0.1, allowed as
+/// an administrator would allow a service of the household's LAN.
+fn allow_loopback() -> ForwardConfig {
+    ForwardConfig {
+        outbound: Policy::guarded(&["127.0.0.1"]).unwrap(),
+        ..ForwardConfig::default()
+    }
+}
+
 async fn start(data: &std::path::Path) -> Running {
-    let server = Server::open(ServerConfig::new(data)).await.unwrap();
+    start_with(data, allow_loopback()).await
+}
+
+async fn start_with(data: &std::path::Path, forward: ForwardConfig) -> Running {
+    let mut config = ServerConfig::new(data);
+    config.http.forward = forward;
+    let server = Server::open(config).await.unwrap();
     let state = server.state().clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -106,7 +122,7 @@ async fn alices_listens_reach_both_services_of_another_server_in_order_but_not_h
         linked_at: NOW,
     };
     linking::save(&root, "alice", "b-lastfm", &lastfm, end).unwrap();
-    let lb = linking::listenbrainz(Some(&b.base), &carol_token, &Default::default(), NOW)
+    let lb = linking::listenbrainz(Some(&b.base), &carol_token, &allow_loopback(), NOW)
         .await
         .unwrap();
     assert_eq!(lb.remote_user, "carol");
