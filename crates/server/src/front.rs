@@ -319,6 +319,7 @@ mod tests {
         let f = Front {
             base: "/music".into(),
             proxy: ProxyConfig::default(),
+            cluster: None,
         };
         let c = "s=1; HttpOnly; SameSite=Strict; Path=/; Max-Age=9";
         assert_eq!(

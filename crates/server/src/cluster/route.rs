@@ -1038,7 +1038,7 @@ pub(crate) mod tests {
             .layer(axum::middleware::from_fn(
                 move |req: Request, next: Next| {
                     let c = a.clone();
-                    async move { route(&c, "", req, next).await }
+                    async move { route(&c, "", None, req, next).await }
                 },
             ));
         let pa = serve(big).await;

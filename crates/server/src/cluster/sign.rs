@@ -260,7 +260,8 @@ mod tests {
         }
         let r = r.send().await.unwrap();
         let status = r.status().as_u16();
-        let v: serde_json::Value = r.json().await.unwrap_or_default();
+        let v: serde_json::Value =
+            serde_json::from_str(&r.text().await.unwrap()).unwrap_or_default();
         (status, v["user"].as_str().unwrap_or("").to_owned())
     }
 
