@@ -2,8 +2,6 @@
 //! Last.fm 2.0 client ([`LastFm`](crate::lastfm::LastFm), also Libre.fm and Spindle's `/2.0/`)
 //! and the ListenBrainz client ([`ListenBrainz`](crate::listenbrainz::ListenBrainz), also Spindle's `/1/`).
 
-use std::time::Duration;
-
 use crate::track::Scrobble;
 
 /// Why a call to a service failed, and so what to do next.
@@ -32,6 +30,11 @@ pub enum SendError {
          answer: check that the URL is the service's API root"
     )]
     AnswerTooLarge { max: usize },
+    /// The URL's address is one the server does not ask for a user
+    /// ([`crate::outbound`]). Kept and retried later, as an administrator
+    /// may allow it.
+    #[error("{0}")]
+    Blocked(crate::outbound::Blocked),
 }
 
 impl SendError {
@@ -39,9 +42,98 @@ impl SendError {
     pub fn is_temporary(&self) -> bool {
         matches!(
             self,
-            SendError::Network(_) | SendError::Temporary { .. } | SendError::AnswerTooLarge { .. }
+            SendError::Network(_)
+                | SendError::Temporary { .. }
+                | SendError::AnswerTooLarge { .. }
+                | SendError::Blocked(_)
         )
     }
+}
+
+/// What to do after a service's error: the one classification of
+/// Last.fm error codes and HTTP statuses, for the scrobbler, the
+/// server's forwarding and its pulls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Passing: try the same request again later, with backoff.
+    Retry,
+    /// The credential (session key, token, API key) is refused: link or
+    /// sign in again.
+    Relink,
+    /// The request itself is refused: retrying it will not help.
+    Refused,
+}
+
+/// Classifies an error answer: its Last.fm error `code`, if it had one,
+/// and its HTTP `status`. Last.fm 8 (operation failed), 11 (service
+/// offline), 16 (temporarily unavailable) and 29 (rate limit) are worth a
+/// retry; 4 (authentication failed), 9 (invalid session key), 10 (invalid
+/// API key) and 26 (suspended API key) need a new link; any other code
+/// is refused, unless the status says the server failed (5xx) or is busy
+/// (429), which are retried, as they are without a code; 401 and 403
+/// without a code need a new link.
+pub fn classify(code: Option<u32>, status: u16) -> ErrorClass {
+    let passing_status = status == 429 || (500..=599).contains(&status);
+    match code {
+        Some(4 | 9 | 10 | 26) => ErrorClass::Relink,
+        Some(8 | 11 | 16 | 29) => ErrorClass::Retry,
+        Some(_) if passing_status => ErrorClass::Retry,
+        Some(_) => ErrorClass::Refused,
+        None if passing_status => ErrorClass::Retry,
+        None if status == 401 || status == 403 => ErrorClass::Relink,
+        None => ErrorClass::Refused,
+    }
+}
+
+/// What a Last.fm error code means, in Spindle's words: an error shows
+/// this, not what the service wrote (a service's answer is not repeated
+/// to whoever gave its URL).
+pub fn lastfm_meaning(code: u32) -> &'static str {
+    match code {
+        2 => "invalid service",
+        3 => "invalid method",
+        4 => "authentication failed",
+        5 => "invalid format",
+        6 => "invalid parameters",
+        7 => "invalid resource",
+        8 => "operation failed, try again",
+        9 => "invalid session key",
+        10 => "invalid API key",
+        11 => "service offline",
+        13 => "invalid method signature",
+        14 => "token not authorised yet",
+        15 => "token expired",
+        16 => "temporarily unavailable",
+        17 => "login required",
+        26 => "suspended API key",
+        29 => "rate limit exceeded",
+        _ => "error",
+    }
+}
+
+/// The error of an answer with Last.fm error `code` (if any) and HTTP
+/// `status`, classified by [`classify`]. The message is Spindle's (the
+/// code's meaning or the status's name), never the service's body.
+pub fn service_error(code: Option<u32>, status: u16) -> SendError {
+    let message = match code {
+        Some(c) if status >= 400 => format!("{} (HTTP {status})", lastfm_meaning(c)),
+        Some(c) => lastfm_meaning(c).to_owned(),
+        None => format!("HTTP {status} {}", reason(status)),
+    };
+    let class = classify(code, status);
+    let code = code.unwrap_or(u32::from(status));
+    match class {
+        ErrorClass::Retry => SendError::Temporary { code, message },
+        ErrorClass::Relink => SendError::Auth { code, message },
+        ErrorClass::Refused => SendError::Rejected { code, message },
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    reqwest::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("")
 }
 
 /// What the service did with one scrobble of an accepted batch.
@@ -56,35 +148,42 @@ pub enum Outcome {
 }
 
 /// Maps an HTTP status with no usable body to an error.
-pub(crate) fn http_error(status: u16, body: &str) -> SendError {
-    let message: String = body.chars().take(200).collect();
-    match status {
-        429 | 500..=599 => SendError::Temporary {
-            code: status as u32,
-            message,
-        },
-        401 | 403 => SendError::Auth {
-            code: status as u32,
-            message,
-        },
-        _ => SendError::Rejected {
-            code: status as u32,
-            message,
-        },
+pub(crate) fn http_error(status: u16) -> SendError {
+    service_error(None, status)
+}
+
+/// A failed request: [`SendError::Blocked`] when the outbound policy
+/// refused its address (a name or a redirect), else a network error.
+pub(crate) fn net(e: reqwest::Error) -> SendError {
+    match crate::outbound::blocked_in(&e) {
+        Some(b) => SendError::Blocked(b),
+        None => SendError::Network(network_failure(&e)),
     }
 }
 
-pub(crate) fn http_client(user_agent: &str) -> Result<reqwest::Client, SendError> {
-    reqwest::Client::builder()
-        .user_agent(user_agent)
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| SendError::Network(e.to_string()))
-}
-
-pub(crate) fn net(e: reqwest::Error) -> SendError {
-    SendError::Network(e.to_string())
+/// What went wrong with a request that got no answer, in words naming
+/// the failure (`timed out`, `could not connect: Connection refused`).
+pub fn network_failure(e: &reqwest::Error) -> String {
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else if e.is_redirect() {
+        "a redirect was not followed"
+    } else if e.is_body() || e.is_decode() {
+        "the answer broke off"
+    } else {
+        "the request failed"
+    };
+    let mut root: &dyn std::error::Error = e;
+    while let Some(s) = root.source() {
+        root = s;
+    }
+    if std::ptr::addr_eq(root, e as &dyn std::error::Error) {
+        what.to_owned()
+    } else {
+        format!("{what}: {root}")
+    }
 }
 
 /// The largest answer a client reads from a service. Last.fm and
@@ -151,6 +250,8 @@ impl Client {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use std::time::Duration;
+
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
@@ -189,6 +290,25 @@ pub(crate) mod tests {
         (url, task)
     }
 
+    /// A server on 127.0.0.1 that answers one request with `status` and
+    /// the JSON `body`: its URL.
+    pub(crate) async fn serve_answer(status: u16, body: &'static str) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 8192];
+            let _ = sock.read(&mut buf).await;
+            let head = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = sock.write_all(head.as_bytes()).await;
+            let _ = sock.write_all(body.as_bytes()).await;
+        });
+        url
+    }
+
     /// Asserts that a call to the endless server failed with the limit
     /// and that the server was cut off before it was done.
     pub(crate) async fn assert_cut_off<T: std::fmt::Debug>(
@@ -208,10 +328,16 @@ pub(crate) mod tests {
         );
     }
 
+    fn test_client() -> crate::outbound::Outbound {
+        crate::outbound::Policy::open()
+            .client("test", Duration::from_secs(5), Duration::from_secs(30))
+            .unwrap()
+    }
+
     #[tokio::test]
     async fn an_endless_answer_is_cut_off_at_the_limit() {
         let (url, server) = serve_body(ENDLESS).await;
-        let resp = http_client("test").unwrap().get(&url).send().await.unwrap();
+        let resp = test_client().get(&url).unwrap().send().await.unwrap();
         let r = read_capped(resp, MAX_ANSWER_BYTES).await;
         assert!(r.as_ref().unwrap_err().is_temporary());
         assert_cut_off(r, server).await;
@@ -220,7 +346,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn an_answer_of_exactly_the_limit_is_read_whole() {
         let (url, server) = serve_body(MAX_ANSWER_BYTES).await;
-        let resp = http_client("test").unwrap().get(&url).send().await.unwrap();
+        let resp = test_client().get(&url).unwrap().send().await.unwrap();
         let text = read_capped(resp, MAX_ANSWER_BYTES).await.unwrap();
         assert_eq!(text.len(), MAX_ANSWER_BYTES);
         assert_eq!(server.await.unwrap(), MAX_ANSWER_BYTES);

@@ -6,15 +6,19 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::client::{
-    http_client, http_error, net, read_capped, Outcome, SendError, MAX_ANSWER_BYTES,
-};
+/// How long a connection to the service may take to open.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one call may take, answer included.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+use crate::client::{net, read_capped, service_error, Outcome, SendError, MAX_ANSWER_BYTES};
+use crate::outbound::{Outbound, Policy};
 use crate::track::Scrobble;
 
 /// A Last.fm-compatible service.
 #[derive(Debug, Clone)]
 pub struct LastFm {
-    http: reqwest::Client,
+    http: Outbound,
     /// The API root, e.g. `https://ws.audioscrobbler.com/2.0/`.
     pub url: String,
     pub api_key: String,
@@ -37,17 +41,14 @@ fn code_of(v: &Value) -> Option<u32> {
     }
 }
 
-/// Classifies a Last.fm API error code: 11, 16 and 29 are worth a retry,
-/// 9 (invalid session key) needs a new sign-in, the rest reject the request.
-pub fn lastfm_error(code: u32, message: String) -> SendError {
-    match code {
-        11 | 16 | 29 => SendError::Temporary { code, message },
-        9 => SendError::Auth { code, message },
-        _ => SendError::Rejected { code, message },
-    }
+/// A Last.fm API error `code` answered with HTTP `status`, classified
+/// by [`crate::client::classify`].
+pub fn lastfm_error(code: u32, status: u16) -> SendError {
+    service_error(Some(code), status)
 }
 
 impl LastFm {
+    /// A client that sends anywhere (the desktop scrobbler's).
     pub fn new(
         url: &str,
         api_key: &str,
@@ -55,8 +56,28 @@ impl LastFm {
         session_key: &str,
         user_agent: &str,
     ) -> Result<LastFm, SendError> {
+        Self::with_policy(
+            &Policy::open(),
+            url,
+            api_key,
+            api_secret,
+            session_key,
+            user_agent,
+        )
+    }
+
+    /// A client whose requests keep to `policy` (a server's, for a URL a
+    /// user gave).
+    pub fn with_policy(
+        policy: &Policy,
+        url: &str,
+        api_key: &str,
+        api_secret: &str,
+        session_key: &str,
+        user_agent: &str,
+    ) -> Result<LastFm, SendError> {
         Ok(LastFm {
-            http: http_client(user_agent)?,
+            http: policy.client(user_agent, CONNECT_TIMEOUT, TIMEOUT)?,
             url: url.to_owned(),
             api_key: api_key.to_owned(),
             api_secret: api_secret.to_owned(),
@@ -82,7 +103,7 @@ impl LastFm {
         let body = form_body(&params);
         let resp = self
             .http
-            .post(&self.url)
+            .post(&self.url)?
             .header("Content-Type", "application/x-www-form-urlencoded")
             .body(body)
             .send()
@@ -94,19 +115,14 @@ impl LastFm {
         match serde_json::from_str::<Value>(&text) {
             Ok(v) => {
                 if let Some(code) = v.get("error").and_then(code_of) {
-                    let msg = v
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned();
-                    return Err(lastfm_error(code, msg));
+                    return Err(lastfm_error(code, status));
                 }
                 if status >= 400 {
-                    return Err(http_error(status, &text));
+                    return Err(service_error(None, status));
                 }
                 Ok(v)
             }
-            Err(_) => Err(http_error(if status < 400 { 502 } else { status }, &text)),
+            Err(_) => Err(service_error(None, if status < 400 { 502 } else { status })),
         }
     }
 
@@ -118,7 +134,7 @@ impl LastFm {
             .map(str::to_owned)
             .ok_or_else(|| SendError::Rejected {
                 code: 0,
-                message: format!("no token in the answer: {v}"),
+                message: "the answer holds no token".into(),
             })
     }
 
@@ -140,7 +156,7 @@ impl LastFm {
                 if key.is_empty() {
                     return Err(SendError::Rejected {
                         code: 0,
-                        message: format!("no session key in the answer: {v}"),
+                        message: "the answer holds no session key".into(),
                     });
                 }
                 Ok(Some((name, key)))
@@ -295,22 +311,57 @@ mod tests {
 
     #[test]
     fn error_codes_are_classified_as_the_spec_says() {
-        for c in [11, 16, 29] {
-            assert!(lastfm_error(c, String::new()).is_temporary(), "{c}");
+        use crate::client::{classify, http_error, ErrorClass};
+        for c in [8, 11, 16, 29] {
+            assert!(lastfm_error(c, 200).is_temporary(), "{c}");
+            assert_eq!(classify(Some(c), 400), ErrorClass::Retry, "{c}");
         }
-        assert!(matches!(
-            lastfm_error(9, String::new()),
-            SendError::Auth { .. }
-        ));
-        for c in [6, 10, 13, 26] {
+        for c in [4, 9, 10, 26] {
             assert!(
-                matches!(lastfm_error(c, String::new()), SendError::Rejected { .. }),
+                matches!(lastfm_error(c, 200), SendError::Auth { .. }),
                 "{c}"
             );
         }
-        assert!(http_error(503, "").is_temporary());
-        assert!(http_error(429, "").is_temporary());
-        assert!(!http_error(400, "").is_temporary());
+        for c in [6, 13, 14, 15] {
+            assert!(
+                matches!(lastfm_error(c, 400), SendError::Rejected { .. }),
+                "{c}"
+            );
+        }
+        // A code the table does not know, with a status saying the
+        // server failed, is retried.
+        assert!(lastfm_error(6, 503).is_temporary());
+        assert!(http_error(503).is_temporary());
+        assert!(http_error(429).is_temporary());
+        assert!(!http_error(400).is_temporary());
+        assert!(matches!(http_error(401), SendError::Auth { .. }));
+    }
+
+    #[tokio::test]
+    async fn operation_failed_with_http_500_is_retried_and_its_text_not_repeated() {
+        use crate::client::tests::serve_answer;
+        let url = serve_answer(
+            500,
+            r#"{"error": 8, "message": "Operation failed - most likely the backend service failed. Please try again. INTERNAL-DETAIL"}"#,
+        )
+        .await;
+        let c = LastFm::new(&format!("{url}/2.0/"), "key", "secret", "sk", "test").unwrap();
+        let s = Scrobble {
+            artist: "A".into(),
+            track: "T".into(),
+            timestamp: 1_700_000_000,
+            ..Scrobble::default()
+        };
+        let e = c.scrobble(&[s]).await.unwrap_err();
+        assert!(e.is_temporary(), "{e:?}");
+        assert_eq!(
+            e,
+            SendError::Temporary {
+                code: 8,
+                message: "operation failed, try again (HTTP 500)".into()
+            }
+        );
+        assert!(!e.to_string().contains("INTERNAL-DETAIL"), "{e}");
     }
 
     #[tokio::test]

@@ -48,6 +48,7 @@ pub mod journal;
 pub mod lastfm;
 pub mod listenbrainz;
 pub mod mpris;
+pub mod outbound;
 pub mod players;
 pub mod sender;
 pub mod session;

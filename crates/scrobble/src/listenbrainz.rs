@@ -3,15 +3,15 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::client::{
-    http_client, http_error, net, read_capped, Outcome, SendError, MAX_ANSWER_BYTES,
-};
+use crate::client::{http_error, net, read_capped, Outcome, SendError, MAX_ANSWER_BYTES};
+use crate::lastfm::{CONNECT_TIMEOUT, TIMEOUT};
+use crate::outbound::{Outbound, Policy};
 use crate::track::Scrobble;
 
 /// A ListenBrainz-compatible service.
 #[derive(Debug, Clone)]
 pub struct ListenBrainz {
-    http: reqwest::Client,
+    http: Outbound,
     /// The root, e.g. `https://api.listenbrainz.org` (the API is at `/1/…`).
     pub url: String,
     pub token: String,
@@ -62,9 +62,21 @@ pub fn listen_json(s: &Scrobble, with_time: bool) -> Value {
 }
 
 impl ListenBrainz {
+    /// A client that sends anywhere (the desktop scrobbler's).
     pub fn new(url: &str, token: &str, user_agent: &str) -> Result<ListenBrainz, SendError> {
+        Self::with_policy(&Policy::open(), url, token, user_agent)
+    }
+
+    /// A client whose requests keep to `policy` (a server's, for a URL a
+    /// user gave).
+    pub fn with_policy(
+        policy: &Policy,
+        url: &str,
+        token: &str,
+        user_agent: &str,
+    ) -> Result<ListenBrainz, SendError> {
         Ok(ListenBrainz {
-            http: http_client(user_agent)?,
+            http: policy.client(user_agent, CONNECT_TIMEOUT, TIMEOUT)?,
             url: url.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
         })
@@ -73,7 +85,7 @@ impl ListenBrainz {
     async fn post(&self, path: &str, body: Value) -> Result<Value, SendError> {
         let resp = self
             .http
-            .post(format!("{}{path}", self.url))
+            .post(&format!("{}{path}", self.url))?
             .header("Authorization", format!("Token {}", self.token))
             .header("Content-Type", "application/json")
             .body(body.to_string())
@@ -83,11 +95,7 @@ impl ListenBrainz {
         let status = resp.status().as_u16();
         let text = read_capped(resp, MAX_ANSWER_BYTES).await?;
         if status >= 400 {
-            let msg = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
-                .unwrap_or(text);
-            return Err(http_error(status, &msg));
+            return Err(http_error(status));
         }
         Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
     }
@@ -96,7 +104,7 @@ impl ListenBrainz {
     pub async fn validate(&self) -> Result<String, SendError> {
         let resp = self
             .http
-            .get(format!("{}/1/validate-token", self.url))
+            .get(&format!("{}/1/validate-token", self.url))?
             .header("Authorization", format!("Token {}", self.token))
             .send()
             .await
@@ -104,7 +112,7 @@ impl ListenBrainz {
         let status = resp.status().as_u16();
         let text = read_capped(resp, MAX_ANSWER_BYTES).await?;
         if status >= 400 {
-            return Err(http_error(status, &text));
+            return Err(http_error(status));
         }
         let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         if v["valid"].as_bool() == Some(true) {

@@ -2,9 +2,10 @@
 //! before anything is sent, sends the journal oldest first in batches of
 //! 50, and retries with exponential backoff while the service is down.
 //!
-//! - Network errors, Last.fm 11/16/29, HTTP 429 and 5xx: retry the same
-//!   batch after 2 s, 4 s, … up to 15 min (a flush retries at once).
-//! - Last.fm 9 or HTTP 401/403: the service needs `spindle scrobble auth`;
+//! - Network errors, Last.fm 8/11/16/29, HTTP 429 and 5xx: retry the same
+//!   batch after 2 s, 4 s, … up to 15 min (a flush retries at once);
+//!   [`crate::client::classify`] is the one table.
+//! - Last.fm 4/9/10/26 or HTTP 401/403: the service needs `spindle scrobble auth`;
 //!   the queue is kept and nothing is sent until a flush after new
 //!   credentials.
 //! - Error 6 on a batch: halve the batch (Last.fm has refused large
@@ -46,10 +47,23 @@ pub struct ServiceState {
     pub pending: usize,
     pub needs_auth: bool,
     pub last_error: Option<String>,
-    /// Seconds until the next retry, when waiting.
+    /// Seconds until the next retry, when waiting (as of the last change:
+    /// [`ServiceState::retry_in_now`] counts down).
     pub retry_in: Option<f64>,
+    /// When the next retry is due, when waiting.
+    #[serde(skip)]
+    pub retry_at: Option<Instant>,
     pub sent: u64,
     pub now_playing_sent: u64,
+}
+
+impl ServiceState {
+    /// Seconds from now until the next retry, when waiting.
+    pub fn retry_in_now(&self) -> Option<f64> {
+        self.retry_at
+            .map(|t| t.saturating_duration_since(Instant::now()).as_secs_f64())
+            .or(self.retry_in)
+    }
 }
 
 /// Timing knobs (tests shorten them).
@@ -265,9 +279,13 @@ impl ServiceQueue {
                     continue;
                 }
             }
-            self.st().retry_in = self
-                .retry_at
-                .map(|t| t.saturating_duration_since(Instant::now()).as_secs_f64());
+            {
+                let retry_at = self.retry_at;
+                let mut st = self.st();
+                st.retry_at = retry_at;
+                st.retry_in =
+                    retry_at.map(|t| t.saturating_duration_since(Instant::now()).as_secs_f64());
+            }
             let wait = match self.retry_at {
                 Some(t) if !self.needs_auth() && !self.j().is_empty() => Some(t),
                 _ => None,

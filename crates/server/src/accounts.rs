@@ -237,6 +237,9 @@ struct Data {
 pub struct Accounts {
     dir: PathBuf,
     cipher: ChaCha20Poly1305,
+    /// A hash of `secret.key`, the secret every node of a cluster shares
+    /// ([`Accounts::cluster_secret`]).
+    cluster_secret: [u8; 32],
     data: RwLock<Data>,
     /// (mtime, length) of the file as last read, to notice another
     /// process's changes (`spindle user add` beside a running server).
@@ -380,6 +383,10 @@ impl Accounts {
         let acc = Accounts {
             dir: dir.to_owned(),
             cipher: ChaCha20Poly1305::new(Key::from_slice(&key)),
+            cluster_secret: {
+                use sha2::Digest;
+                sha2::Sha256::digest(&key).into()
+            },
             data: RwLock::new(data),
             seen: std::sync::Mutex::new(None),
             opened: std::time::Instant::now(),
@@ -716,6 +723,13 @@ impl Accounts {
         Argon2::default()
             .verify_password(password.as_bytes(), &parsed)
             .is_ok()
+    }
+
+    /// A secret every node of a cluster shares (each has the primary's
+    /// `secret.key`): a SHA-256 of the key, not the key, from which the
+    /// cluster derives what it signs with.
+    pub fn cluster_secret(&self) -> [u8; 32] {
+        self.cluster_secret
     }
 
     /// Whether this node's `secret.key` opens the sealed passwords (a

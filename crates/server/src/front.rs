@@ -40,19 +40,35 @@ pub struct Tls;
 #[derive(Debug, Clone, Copy)]
 pub struct Peer(pub SocketAddr);
 
+/// Whether the client's connection is HTTPS, as resolved here (a cluster
+/// replica tells the primary).
+#[derive(Debug, Clone, Copy)]
+pub struct Scheme {
+    pub https: bool,
+}
+
 /// The largest page the base-path rewrite reads: 1 MiB (it is ~5 KiB).
 pub const MAX_PAGE: usize = 1 << 20;
 
 struct Front {
     base: String,
     proxy: ProxyConfig,
+    /// The node's cluster, whose replicas' signed word is believed
+    /// ([`crate::cluster::sign`]).
+    cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
-/// `app` behind the base path and proxy handling of `config`.
-pub fn wrap(app: axum::Router, config: &crate::Config) -> axum::Router {
+/// `app` behind the base path and proxy handling of `config` (and, on a
+/// cluster node, the check of what replicas forward).
+pub fn wrap(
+    app: axum::Router,
+    config: &crate::Config,
+    cluster: Option<Arc<crate::cluster::Cluster>>,
+) -> axum::Router {
     let front = Arc::new(Front {
         base: config.base_path.clone(),
         proxy: config.proxy.clone(),
+        cluster: cluster.filter(|c| c.is_on()),
     });
     axum::Router::new()
         .fallback_service(app)
@@ -73,7 +89,15 @@ impl Front {
             .extensions()
             .get::<ConnectInfo<SocketAddr>>()
             .map(|c| c.0);
-        if let (Some(peer), false) = (peer, self.proxy.trusted.is_empty()) {
+        let replica = match &self.cluster {
+            Some(c) if crate::cluster::sign::claims_a_replica(req.headers()) => {
+                Some(self.replica(c, &mut req, peer, tls))
+            }
+            _ => None,
+        };
+        if let Some(h) = replica {
+            https = h;
+        } else if let (Some(peer), false) = (peer, self.proxy.trusted.is_empty()) {
             let o = crate::proxy::resolve(&self.proxy, peer.ip(), tls, req.headers());
             https = o.https;
             if o.client != peer.ip() {
@@ -88,6 +112,7 @@ impl Front {
                 req.headers_mut().insert(PROXY_USER, v);
             }
         }
+        req.extensions_mut().insert(Scheme { https });
         if !self.base.is_empty() {
             match self.strip(req.uri()) {
                 Ok(uri) => *req.uri_mut() = uri,
@@ -102,6 +127,60 @@ impl Front {
             resp = self.page(resp).await;
         }
         resp
+    }
+
+    /// A request that says it comes from a replica of this cluster: with
+    /// a valid signature, the replica's word on the client (its address,
+    /// HTTPS, the user a proxy it trusts logged in) is taken; without
+    /// one, every such header is dropped and the peer is the client.
+    /// Returns whether the client's connection is HTTPS.
+    fn replica(
+        &self,
+        c: &crate::cluster::Cluster,
+        req: &mut Request,
+        peer: Option<SocketAddr>,
+        tls: bool,
+    ) -> bool {
+        use crate::cluster::sign;
+        let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
+        let signed = c.signing_key().is_some_and(|k| {
+            sign::verify(
+                k,
+                req.method().as_str(),
+                path,
+                sign::unix_now(),
+                req.headers(),
+            )
+        });
+        if !signed {
+            tracing::warn!(
+                peer = ?peer,
+                "a request with a replica's headers but no valid signature: its forwarding and user headers are ignored"
+            );
+            sign::strip_client_claims(req.headers_mut(), self.proxy.user_header.as_ref());
+            return tls;
+        }
+        let h = req.headers();
+        let client = h
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<std::net::IpAddr>().ok());
+        let https = h
+            .get("x-forwarded-proto")
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
+        let user = h
+            .get(sign::USER_HEADER)
+            .filter(|_| self.proxy.user_header.is_some())
+            .cloned();
+        if let (Some(peer), Some(client)) = (peer, client) {
+            let ext = req.extensions_mut();
+            ext.insert(Peer(peer));
+            ext.insert(ConnectInfo(SocketAddr::new(client, 0)));
+        }
+        if let Some(u) = user {
+            req.headers_mut().insert(PROXY_USER, u);
+        }
+        https
     }
 
     /// The request's URI without the base path, or the redirect or 404
@@ -240,6 +319,7 @@ mod tests {
         let f = Front {
             base: "/music".into(),
             proxy: ProxyConfig::default(),
+            cluster: None,
         };
         let c = "s=1; HttpOnly; SameSite=Strict; Path=/; Max-Age=9";
         assert_eq!(

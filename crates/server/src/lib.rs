@@ -101,6 +101,7 @@ pub use state::{
 /// Every API, merged, over `state`.
 pub fn router(state: AppState) -> axum::Router {
     let config = state.config.clone();
+    let cluster = state.cluster.clone();
     let app = axum::Router::new()
         .merge(lastfm::router())
         .merge(listenbrainz::router())
@@ -127,7 +128,7 @@ pub fn router(state: AppState) -> axum::Router {
         ))
         .with_state(state);
     // The base path and trusted proxies, before routing.
-    front::wrap(app, &config)
+    front::wrap(app, &config, Some(cluster))
 }
 
 /// Serves HTTP over `state` until `shutdown` resolves, then finishes the

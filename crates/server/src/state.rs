@@ -348,6 +348,8 @@ impl AppState {
     /// Call before the state is shared.
     pub fn with_cluster(mut self, config: crate::cluster::ClusterConfig) -> Self {
         self.cluster = Arc::new(crate::cluster::Cluster::new(config));
+        self.cluster
+            .set_signing_key(&self.accounts.cluster_secret());
         self
     }
 

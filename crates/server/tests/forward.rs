@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 mod common;
 
 use spindle_listens::{Listen, RecentQuery};
-use spindle_server::forward::{linking, Link, LinkKind};
+use spindle_scrobble::outbound::Policy;
+use spindle_server::forward::{linking, ForwardConfig, Link, LinkKind};
 use spindle_server::{AppState, Server, ServerConfig};
 
 const NOW: i64 = 1_750_000_000;
@@ -24,8 +25,23 @@ struct Running {
     run: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
+/// What these tests link to: the other server, on 127.0.0.1, allowed as
+/// an administrator would allow a service of the household's LAN.
+fn allow_loopback() -> ForwardConfig {
+    ForwardConfig {
+        outbound: Policy::guarded(&["127.0.0.1"]).unwrap(),
+        ..ForwardConfig::default()
+    }
+}
+
 async fn start(data: &std::path::Path) -> Running {
-    let server = Server::open(ServerConfig::new(data)).await.unwrap();
+    start_with(data, allow_loopback()).await
+}
+
+async fn start_with(data: &std::path::Path, forward: ForwardConfig) -> Running {
+    let mut config = ServerConfig::new(data);
+    config.http.forward = forward;
+    let server = Server::open(config).await.unwrap();
     let state = server.state().clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -106,7 +122,7 @@ async fn alices_listens_reach_both_services_of_another_server_in_order_but_not_h
         linked_at: NOW,
     };
     linking::save(&root, "alice", "b-lastfm", &lastfm, end).unwrap();
-    let lb = linking::listenbrainz(Some(&b.base), &carol_token, &Default::default(), NOW)
+    let lb = linking::listenbrainz(Some(&b.base), &carol_token, &allow_loopback(), NOW)
         .await
         .unwrap();
     assert_eq!(lb.remote_user, "carol");
@@ -285,4 +301,103 @@ async fn a_link_made_on_the_settings_page_forwards_until_it_is_unlinked() {
     let _ = a.run.await;
     let _ = b.stop.send(());
     let _ = b.run.await;
+}
+
+/// A ListenBrainz-compatible service that answers 503 to submissions
+/// while `down` is set: its URL, the switch and the listens it took.
+async fn flaky_service() -> (
+    String,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let down = Arc::new(AtomicBool::new(true));
+    let took = Arc::new(AtomicUsize::new(0));
+    let (d, t) = (down.clone(), took.clone());
+    let app = axum::Router::new().route(
+        "/1/submit-listens",
+        axum::routing::post(move |body: String| {
+            let (d, t) = (d.clone(), t.clone());
+            async move {
+                if d.load(Ordering::SeqCst) {
+                    return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "{}".to_owned());
+                }
+                let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+                t.fetch_add(v["payload"].as_array().unwrap().len(), Ordering::SeqCst);
+                (axum::http::StatusCode::OK, r#"{"status":"ok"}"#.to_owned())
+            }
+        }),
+    );
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, app).await });
+    (url, down, took)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_in_counts_down_and_a_stopped_server_saves_what_it_sent_while_stopping() {
+    use spindle_server::forward::status;
+    use std::sync::atomic::Ordering;
+    let (url, down, took) = flaky_service().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("a");
+    let mut forward = allow_loopback();
+    forward.backoff.first = Duration::from_secs(2);
+    let a = start_with(&dir, forward).await;
+    a.state
+        .accounts
+        .add_user("alice", "pw-alice-1234", NOW)
+        .unwrap();
+    let root = linking::root(&dir);
+    let l = Link {
+        kind: LinkKind::Listenbrainz,
+        url,
+        api_key: String::new(),
+        api_secret: String::new(),
+        secret: "tok".into(),
+        remote_user: "al".into(),
+        linked_at: NOW,
+    };
+    linking::save(&root, "alice", "flaky", &l, a.state.listens.committed_end()).unwrap();
+    wait_until("the link to run", || {
+        a.state
+            .forward
+            .statuses(Some("alice"))
+            .iter()
+            .any(|s| s.running)
+    })
+    .await;
+    assert!(
+        status::server_running(&dir),
+        "the server runs on its data dir"
+    );
+    let now = a.state.now();
+    spindle_server::scrobble::store(&a.state, vec![listen("late", now - 60, "web")])
+        .await
+        .unwrap();
+    let retry_in = || a.state.forward.statuses(Some("alice"))[0].retry_in;
+    wait_until("a failed send", || retry_in().is_some()).await;
+    let first = retry_in().unwrap();
+    // Asked again later, the wait is shorter: it is counted from the
+    // moment of the request.
+    wait_until("retry_in to count down", || {
+        retry_in().is_some_and(|r| r < first - 0.2)
+    })
+    .await;
+    assert_eq!(took.load(Ordering::SeqCst), 0);
+
+    // The service is back just as the server stops: the queue's last try
+    // while stopping delivers the listen, and that is saved.
+    down.store(false, Ordering::SeqCst);
+    let _ = a.stop.send(());
+    tokio::time::timeout(Duration::from_secs(20), a.run)
+        .await
+        .expect("A stops")
+        .unwrap()
+        .unwrap();
+    assert_eq!(took.load(Ordering::SeqCst), 1, "delivered while stopping");
+    let saved = status::from_files(&root, Some("alice"));
+    assert_eq!((saved[0].sent, saved[0].pending), (1, 0), "{saved:?}");
+    assert_eq!(saved[0].last_error, None, "{saved:?}");
 }

@@ -16,6 +16,7 @@ pub mod objects;
 pub mod replica;
 pub mod route;
 pub mod ship;
+pub mod sign;
 pub mod status;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -93,6 +94,9 @@ pub struct Cluster {
     pub(crate) apply_errors: AtomicU64,
     /// For forwarding writes to the primary.
     http: reqwest::Client,
+    /// Signs what a replica forwards and checks it on the primary
+    /// ([`sign`]); derived from the accounts' `secret.key`.
+    signing_key: std::sync::OnceLock<[u8; 32]>,
 }
 
 /// The longest a forwarded write or a `sync` write waits for its round.
@@ -132,6 +136,7 @@ impl Cluster {
             ship_errors: AtomicU64::new(0),
             apply_errors: AtomicU64::new(0),
             http,
+            signing_key: std::sync::OnceLock::new(),
         }
     }
 
@@ -141,6 +146,17 @@ impl Cluster {
     }
 
     /// Whether this node is part of a cluster.
+    /// Sets the key of [`sign`] (from the accounts' `secret.key`, the
+    /// same on every node); the first one set stays.
+    pub fn set_signing_key(&self, secret_key: &[u8]) {
+        let _ = self.signing_key.set(sign::derive_key(secret_key));
+    }
+
+    /// The key of [`sign`], once set.
+    pub fn signing_key(&self) -> Option<&[u8; 32]> {
+        self.signing_key.get()
+    }
+
     pub fn is_on(&self) -> bool {
         self.config.is_some()
     }

@@ -38,7 +38,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use http_body::{Frame, SizeHint};
 
-use super::{Cluster, Role, MAX_WRITE_WAIT};
+use super::{sign, Cluster, Role, MAX_WRITE_WAIT};
 use crate::params::Params;
 use crate::state::AppState;
 
@@ -269,23 +269,33 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
     if !state.cluster.is_on() {
         return next.run(req).await;
     }
-    route(&state.cluster, &state.config.base_path, req, next).await
+    let user_header = state.config.proxy.user_header.as_ref();
+    route(
+        &state.cluster,
+        &state.config.base_path,
+        user_header,
+        req,
+        next,
+    )
+    .await
 }
 
 /// [`layer`] for a node of `cluster` whose routes are under `base_path`
-/// (the same on every node).
+/// (the same on every node), its trusted-header login in `user_header`.
 pub(crate) async fn route(
     cluster: &Cluster,
     base_path: &str,
+    user_header: Option<&HeaderName>,
     req: Request,
     next: Next,
 ) -> Response {
-    route_with(cluster, base_path, MAX_FORWARD_BODY, req, next).await
+    route_with(cluster, base_path, user_header, MAX_FORWARD_BODY, req, next).await
 }
 
 async fn route_with(
     cluster: &Cluster,
     base_path: &str,
+    user_header: Option<&HeaderName>,
     limit: u64,
     req: Request,
     next: Next,
@@ -295,7 +305,7 @@ async fn route_with(
     let mut resp = match (class, cluster.role()) {
         (Class::Local, _) => next.run(req).await,
         (_, Role::Primary) => on_primary(cluster, class, req, next).await,
-        (_, Role::Replica) => match forward(cluster, base_path, limit, req).await {
+        (_, Role::Replica) => match forward(cluster, base_path, user_header, limit, req).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(node, "a write was not forwarded: {}", chain(&e));
@@ -344,6 +354,7 @@ async fn on_primary(cluster: &Cluster, class: Class, req: Request, next: Next) -
 async fn forward(
     cluster: &Cluster,
     base_path: &str,
+    user_header: Option<&HeaderName>,
     limit: u64,
     req: Request,
 ) -> Result<Response, RouteError> {
@@ -356,23 +367,17 @@ async fn forward(
         .primary_url()
         .ok_or_else(|| RouteError::NoPrimary { node: node.clone() })?;
     let (parts, body) = req.into_parts();
-    let url = format!(
-        "{}{}{}",
-        primary.trim_end_matches('/'),
+    let path = format!(
+        "{}{}",
         base_path.trim_end_matches('/'),
         parts.uri.path_and_query().map_or("/", |p| p.as_str())
     );
+    let url = format!("{}{path}", primary.trim_end_matches('/'));
     let hint = http_body::Body::size_hint(&body);
     if hint.lower() > limit {
         return Err(RouteError::TooLarge);
     }
-    let mut headers = without_hop_by_hop(&parts.headers);
-    if let Ok(v) = HeaderValue::from_str(&node) {
-        headers.insert(FORWARDED_BY_HEADER, v);
-    }
-    if let Some(v) = forwarded_for(&parts) {
-        headers.insert(HeaderName::from_static("x-forwarded-for"), v);
-    }
+    let headers = replica_headers(cluster, &parts, &path, user_header);
     let mut out = cluster
         .http()
         .request(parts.method.clone(), &url)
@@ -454,22 +459,51 @@ fn without_hop_by_hop(h: &HeaderMap) -> HeaderMap {
     out
 }
 
-/// `X-Forwarded-For` with the address this request came from appended:
-/// the proxy in front when one named the client, else the client.
-fn forwarded_for(parts: &axum::http::request::Parts) -> Option<HeaderValue> {
-    let from = match parts.extensions.get::<crate::front::Peer>() {
-        Some(p) => p.0,
-        None => parts.extensions.get::<ConnectInfo<SocketAddr>>()?.0,
-    };
-    let mut chain: Vec<String> = parts
-        .headers
-        .get_all("x-forwarded-for")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .collect();
-    chain.push(from.ip().to_string());
-    HeaderValue::from_str(&chain.join(", ")).ok()
+/// The headers a replica sends the primary for the request `parts`
+/// (`path` as the primary sees it): the client's, without the hop-by-hop
+/// ones and without any by which the client could claim an address, a
+/// protocol or a user ([`sign::strip_client_claims`]); then this node's
+/// own word, from what its front resolved with its own trusted proxies —
+/// `X-Forwarded-For` (the client), `X-Forwarded-Proto`, the user a
+/// trusted proxy logged in ([`sign::USER_HEADER`]) — and its signature.
+fn replica_headers(
+    cluster: &Cluster,
+    parts: &axum::http::request::Parts,
+    path: &str,
+    user_header: Option<&HeaderName>,
+) -> HeaderMap {
+    let mut headers = without_hop_by_hop(&parts.headers);
+    sign::strip_client_claims(&mut headers, user_header);
+    if let Ok(v) = HeaderValue::from_str(cluster.node()) {
+        headers.insert(FORWARDED_BY_HEADER, v);
+    }
+    if let Some(c) = parts.extensions.get::<ConnectInfo<SocketAddr>>() {
+        if let Ok(v) = HeaderValue::from_str(&c.0.ip().to_string()) {
+            headers.insert(HeaderName::from_static("x-forwarded-for"), v);
+        }
+    }
+    let https = parts
+        .extensions
+        .get::<crate::front::Scheme>()
+        .is_some_and(|s| s.https);
+    headers.insert(
+        HeaderName::from_static("x-forwarded-proto"),
+        HeaderValue::from_static(if https { "https" } else { "http" }),
+    );
+    // Set by this node's front only, from a proxy this node trusts.
+    if let Some(u) = parts.headers.get(crate::proxy::PROXY_USER) {
+        headers.insert(sign::USER_HEADER, u.clone());
+    }
+    if let Some(key) = cluster.signing_key() {
+        sign::sign(
+            key,
+            parts.method.as_str(),
+            path,
+            sign::unix_now(),
+            &mut headers,
+        );
+    }
+    headers
 }
 
 /// `e` and its causes, for the log.
@@ -560,7 +594,7 @@ impl http_body::Body for Capped {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use axum::routing::any;
@@ -738,7 +772,7 @@ mod tests {
         assert_eq!(names, ["content-length", "cookie", "host"]);
     }
 
-    fn config(name: &str, ship: ShipMode) -> ClusterConfig {
+    pub(crate) fn config(name: &str, ship: ShipMode) -> ClusterConfig {
         let s3 = spindle_tiers::config::S3Config {
             endpoints: vec!["http://127.0.0.1:1".into()],
             region: "garage".into(),
@@ -802,12 +836,12 @@ mod tests {
             .layer(axum::middleware::from_fn(
                 move |req: Request, next: Next| {
                     let c = cluster.clone();
-                    async move { route_with(&c, "", limit, req, next).await }
+                    async move { route_with(&c, "", None, limit, req, next).await }
                 },
             ))
     }
 
-    async fn serve(app: Router) -> SocketAddr {
+    pub(crate) async fn serve(app: Router) -> SocketAddr {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
         let svc = app.into_make_service_with_connect_info::<SocketAddr>();
@@ -1004,7 +1038,7 @@ mod tests {
             .layer(axum::middleware::from_fn(
                 move |req: Request, next: Next| {
                     let c = a.clone();
-                    async move { route(&c, "", req, next).await }
+                    async move { route(&c, "", None, req, next).await }
                 },
             ));
         let pa = serve(big).await;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use spindle_scrobble::config::{Endpoint, Kind, Service};
 use spindle_scrobble::lastfm::LastFm;
 use spindle_scrobble::listenbrainz::ListenBrainz;
+use spindle_scrobble::outbound::Policy;
 use spindle_scrobble::Client;
 
 use super::link::{self, ForwardError, Link, LinkKind};
@@ -29,6 +30,8 @@ pub struct LastFmStart {
     pub token: String,
     /// The page where the user approves the token.
     pub approve_url: String,
+    /// The policy the flow's requests keep to.
+    pub outbound: spindle_scrobble::outbound::Policy,
 }
 
 /// The API root and approval page of a Last.fm-compatible `url` (a root
@@ -66,8 +69,15 @@ pub async fn start_lastfm(
         return Err(ForwardError::NoApiKey);
     }
     let (api_url, auth_url) = lastfm_endpoints(url, cfg);
-    let client = LastFm::new(&api_url, &api_key, &api_secret, "", USER_AGENT)
-        .map_err(svc("setting up the HTTP client"))?;
+    let client = LastFm::with_policy(
+        &cfg.outbound,
+        &api_url,
+        &api_key,
+        &api_secret,
+        "",
+        USER_AGENT,
+    )
+    .map_err(svc("setting up the HTTP client"))?;
     let token = client
         .get_token()
         .await
@@ -79,6 +89,7 @@ pub async fn start_lastfm(
         api_secret,
         token,
         approve_url,
+        outbound: cfg.outbound.clone(),
     })
 }
 
@@ -95,7 +106,8 @@ fn svc(what: &'static str) -> impl FnOnce(spindle_scrobble::SendError) -> Forwar
 
 impl LastFmStart {
     fn client(&self) -> Result<LastFm, ForwardError> {
-        LastFm::new(
+        LastFm::with_policy(
+            &self.outbound,
             &self.api_url,
             &self.api_key,
             &self.api_secret,
@@ -150,7 +162,7 @@ pub async fn listenbrainz(
         .unwrap_or(&cfg.listenbrainz_url)
         .trim_end_matches('/')
         .to_owned();
-    let remote_user = ListenBrainz::new(&url, token, USER_AGENT)
+    let remote_user = ListenBrainz::with_policy(&cfg.outbound, &url, token, USER_AGENT)
         .map_err(svc("setting up the HTTP client"))?
         .validate()
         .await
@@ -222,15 +234,22 @@ impl LinkArgs {
     }
 }
 
-/// The client a link sends with.
-pub fn client(l: &Link) -> Result<Client, ForwardError> {
+/// The client a link sends with, keeping to `policy`.
+pub fn client(l: &Link, policy: &Policy) -> Result<Client, ForwardError> {
     let c = match l.kind {
         LinkKind::Lastfm => Client::LastFm(
-            LastFm::new(&l.url, &l.api_key, &l.api_secret, &l.secret, USER_AGENT)
-                .map_err(svc("setting up the HTTP client"))?,
+            LastFm::with_policy(
+                policy,
+                &l.url,
+                &l.api_key,
+                &l.api_secret,
+                &l.secret,
+                USER_AGENT,
+            )
+            .map_err(svc("setting up the HTTP client"))?,
         ),
         LinkKind::Listenbrainz => Client::ListenBrainz(
-            ListenBrainz::new(&l.url, &l.secret, USER_AGENT)
+            ListenBrainz::with_policy(policy, &l.url, &l.secret, USER_AGENT)
                 .map_err(svc("setting up the HTTP client"))?,
         ),
     };

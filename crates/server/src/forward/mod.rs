@@ -61,6 +61,9 @@ pub struct ForwardConfig {
     pub listenbrainz_url: String,
     /// Retry timing of the queues (tests shorten it).
     pub backoff: Backoff,
+    /// Where requests to URLs users give may go (`[outbound] allow`):
+    /// every link's and every pull's client keeps to it.
+    pub outbound: spindle_scrobble::outbound::Policy,
 }
 
 impl ForwardConfig {
@@ -83,6 +86,7 @@ impl Default for ForwardConfig {
             lastfm_url: LASTFM_URL.to_owned(),
             listenbrainz_url: LISTENBRAINZ_URL.to_owned(),
             backoff: Backoff::default(),
+            outbound: spindle_scrobble::outbound::Policy::default(),
         }
     }
 }
@@ -90,7 +94,6 @@ impl Default for ForwardConfig {
 /// A running link as others see it: its queue's channel and state.
 pub(crate) struct Live {
     pub link: Link,
-    pub dir: PathBuf,
     pub tx: mpsc::Sender<Msg>,
     pub state: Arc<Mutex<ServiceState>>,
 }
@@ -241,6 +244,7 @@ mod tests {
             api_secret: String::new(),
             token: token.to_owned(),
             approve_url: String::new(),
+            outbound: Default::default(),
         }
     }
 

@@ -3,12 +3,13 @@
 //! (`spindle_scrobble::ServiceQueue`) and feeder, hands a re-linked
 //! credential to the running queue, stops removed links, saves each
 //! link's counters for `spindle forward status`, and at shutdown stops
-//! and joins them all.
+//! and joins them all and saves their counters a last time.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use spindle_scrobble::{Journal, Msg, ServiceQueue};
+use spindle_scrobble::{Journal, Msg, ServiceQueue, ServiceState};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -25,6 +26,9 @@ struct Running {
     stop: watch::Sender<bool>,
     feeder: JoinHandle<()>,
     queue: JoinHandle<()>,
+    /// The link's folder and its queue's counters.
+    dir: PathBuf,
+    state: Arc<Mutex<ServiceState>>,
     saved: SavedStatus,
 }
 
@@ -56,10 +60,14 @@ pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
         let _ = r.stop.send(true);
         state.forward.lock().remove(k);
     }
-    for (_, r) in stopping {
-        let _ = r.feeder.await;
-        let _ = r.queue.await;
+    let mut stopped = HashMap::new();
+    for (k, mut r) in stopping {
+        let _ = (&mut r.feeder).await;
+        let _ = (&mut r.queue).await;
+        stopped.insert(k, r);
     }
+    // What the queues sent while draining is saved too.
+    save_statuses(&mut stopped).await;
 }
 
 /// One pass over the folder.
@@ -90,7 +98,7 @@ async fn rescan(state: &AppState, root: &Path, running: &mut HashMap<Key, Runnin
             Some(r) if r.link == l => {}
             Some(r) => {
                 // Linked again: new credentials for the running queue.
-                match linking::client(&l) {
+                match linking::client(&l, &state.config.forward.outbound) {
                     Ok(c) => {
                         tracing::info!(user = %key.0, link = %key.1, "linked again; sending with the new credential");
                         if let Some(q) = state.forward.lock().get_mut(&key) {
@@ -128,7 +136,7 @@ async fn rescan(state: &AppState, root: &Path, running: &mut HashMap<Key, Runnin
             tracing::info!(user = %k.0, link = %k.1, "unlinked; forwarding stopped");
         }
     }
-    save_statuses(state, running).await;
+    save_statuses(running).await;
 }
 
 /// Opens the link's journal and starts its queue and feeder.
@@ -156,7 +164,7 @@ async fn start(
     let client = if refused {
         None
     } else {
-        Some(linking::client(&l)?)
+        Some(linking::client(&l, &state.config.forward.outbound)?)
     };
     let d = dir.clone();
     let on_auth = Box::new(move |v: bool| {
@@ -186,11 +194,11 @@ async fn start(
         stopped,
     ));
     let saved = link::read_status(&dir);
+    let qstate_kept = qstate.clone();
     state.forward.lock().insert(
         key.clone(),
         Live {
             link: l.clone(),
-            dir,
             tx,
             state: qstate,
         },
@@ -200,28 +208,26 @@ async fn start(
         stop,
         feeder: feeder_task,
         queue: queue_task,
+        dir,
+        state: qstate_kept,
         saved,
     })
 }
 
 /// Writes each running link's counters to its `status.json` when they
 /// changed (the sent counts go on from what was saved).
-async fn save_statuses(state: &AppState, running: &mut HashMap<Key, Running>) {
+async fn save_statuses(running: &mut HashMap<Key, Running>) {
     let mut writes = Vec::new();
-    {
-        let live = state.forward.lock();
-        for (k, r) in running.iter_mut() {
-            let Some(q) = live.get(k) else { continue };
-            let st = q.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            let now = SavedStatus {
-                sent: st.sent,
-                now_playing_sent: st.now_playing_sent,
-                last_error: st.last_error,
-            };
-            if now != r.saved {
-                r.saved = now.clone();
-                writes.push((q.dir.clone(), now));
-            }
+    for r in running.values_mut() {
+        let st = r.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let now = SavedStatus {
+            sent: st.sent,
+            now_playing_sent: st.now_playing_sent,
+            last_error: st.last_error,
+        };
+        if now != r.saved {
+            r.saved = now.clone();
+            writes.push((r.dir.clone(), now));
         }
     }
     if writes.is_empty() {

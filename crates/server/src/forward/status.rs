@@ -30,9 +30,11 @@ pub struct LinkStatus {
     /// The service refused the credential: link it again.
     pub needs_auth: bool,
     pub last_error: Option<String>,
-    /// Seconds until the next retry, when waiting (running server only).
+    /// Seconds from the moment of the request until the next retry, when
+    /// waiting (running server only).
     pub retry_in: Option<f64>,
-    /// Whether a running server forwards it now.
+    /// Whether a running server forwards it now (from the files: whether
+    /// the server runs, see [`server_running`]).
     pub running: bool,
 }
 
@@ -100,6 +102,22 @@ pub fn from_files(root: &Path, user: Option<&str>) -> Vec<LinkStatus> {
     out
 }
 
+/// Whether `spindle serve` runs on `data_dir`: it holds the library's
+/// lock the whole time it runs.
+pub fn server_running(data_dir: &Path) -> bool {
+    let Ok(f) = std::fs::File::open(data_dir.join(spindle_store::LOCK_FILE)) else {
+        return false;
+    };
+    match f.try_lock_shared() {
+        Ok(()) => {
+            let _ = f.unlock();
+            false
+        }
+        Err(std::fs::TryLockError::WouldBlock) => true,
+        Err(std::fs::TryLockError::Error(_)) => false,
+    }
+}
+
 /// A metric of the running links: its name, help, type, and its value
 /// for one link.
 type Metric = (
@@ -147,8 +165,8 @@ impl Forward {
                 s.sent = st.sent;
                 s.now_playing_sent = st.now_playing_sent;
                 s.needs_auth = st.needs_auth;
+                s.retry_in = st.retry_in_now();
                 s.last_error = st.last_error;
-                s.retry_in = st.retry_in;
                 s.running = true;
             }
         }

@@ -160,7 +160,16 @@ pub fn start_pull(
     let accounts = user_accounts(data_dir, user)?;
     let job = Job::new(user, Source::Pull(pull), SystemClock.now_secs());
     match open_here(data_dir, accounts)? {
-        Some(state) => Ok(Started::Here((state, job))),
+        Some(mut state) => {
+            // Pulled here, the requests keep to the settings file's
+            // outbound rule as the server's would.
+            let forward = crate::forward::ForwardConfig::from_settings()
+                .map_err(|e| ImportError::Task(format!("reading the settings: {e}")))?;
+            let mut config = (*state.config).clone();
+            config.forward.outbound = forward.outbound;
+            state.config = Arc::new(config);
+            Ok(Started::Here((state, job)))
+        }
         None => {
             let spool = Spool::new(data_dir);
             spool.hand_in(&job).map_err(|source| ImportError::Spool {

@@ -6,12 +6,14 @@
 
 use serde_json::Value;
 
+use spindle_scrobble::outbound::Outbound;
+
 use super::{parse_url, PullError};
 use crate::import::job::Pull;
 
 /// The request for the page at or before `pull`'s cursor.
 pub(super) fn request(
-    http: &reqwest::Client,
+    http: &Outbound,
     pull: &Pull,
     limit: usize,
 ) -> Result<reqwest::RequestBuilder, PullError> {
@@ -27,7 +29,8 @@ pub(super) fn request(
             q.append_pair("to", &to.to_string());
         }
     }
-    Ok(http.get(url))
+    http.get(url.as_str())
+        .map_err(|e| PullError::send(&pull.url, e))
 }
 
 /// The API endpoint: `url` as given, or with `2.0/` added when it names
@@ -40,11 +43,10 @@ pub fn endpoint(url: &str) -> Result<reqwest::Url, PullError> {
     Ok(u)
 }
 
-/// A Last.fm error answer's code and message (`{"error": 17, "message": …}`).
-pub(super) fn error_of(v: &Value) -> Option<(i64, String)> {
-    let code = v.get("error")?.as_i64()?;
-    let msg = v.get("message").and_then(Value::as_str).unwrap_or("");
-    Some((code, msg.to_owned()))
+/// A Last.fm error answer's code (`{"error": 17, "message": …}`; the
+/// message is the remote's, and not repeated).
+pub(super) fn error_of(v: &Value) -> Option<u32> {
+    v.get("error")?.as_u64().and_then(|c| u32::try_from(c).ok())
 }
 
 #[cfg(test)]
@@ -62,10 +64,14 @@ mod tests {
             cursor: Some(1_600_000_000),
             pages: 3,
         };
-        let req = request(&reqwest::Client::new(), &pull, 200)
-            .unwrap()
-            .build()
+        let open = spindle_scrobble::outbound::Policy::open()
+            .client(
+                "test",
+                std::time::Duration::from_secs(1),
+                std::time::Duration::from_secs(1),
+            )
             .unwrap();
+        let req = request(&open, &pull, 200).unwrap().build().unwrap();
         assert_eq!(
             req.url().as_str(),
             "https://libre.fm/2.0/?method=user.getrecenttracks&user=bob+b&api_key=k&format=json&limit=200&to=1600000000"
@@ -79,10 +85,7 @@ mod tests {
             r#"{"error":17,"message":"Login: User required to be logged in"}"#,
         )
         .unwrap();
-        assert_eq!(
-            error_of(&v),
-            Some((17, "Login: User required to be logged in".into()))
-        );
+        assert_eq!(error_of(&v), Some(17));
         assert_eq!(error_of(&serde_json::json!({"recenttracks": {}})), None);
     }
 }

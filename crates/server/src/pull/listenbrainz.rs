@@ -4,12 +4,14 @@
 //! `Authorization: Token …` when a token is given (a private history on
 //! another Spindle needs its owner's token).
 
+use spindle_scrobble::outbound::Outbound;
+
 use super::{parse_url, PullError};
 use crate::import::job::Pull;
 
 /// The request for the page at or before `pull`'s cursor.
 pub(super) fn request(
-    http: &reqwest::Client,
+    http: &Outbound,
     pull: &Pull,
     limit: usize,
 ) -> Result<reqwest::RequestBuilder, PullError> {
@@ -25,7 +27,9 @@ pub(super) fn request(
             q.append_pair("max_ts", &c.saturating_add(1).to_string());
         }
     }
-    let mut req = http.get(url);
+    let mut req = http
+        .get(url.as_str())
+        .map_err(|e| PullError::send(&pull.url, e))?;
     if let Some(t) = pull.key.as_deref().filter(|t| !t.is_empty()) {
         req = req.header("Authorization", format!("Token {t}"));
     }
@@ -47,10 +51,14 @@ mod tests {
             cursor: Some(1_600_000_000),
             pages: 1,
         };
-        let req = request(&reqwest::Client::new(), &pull, 1000)
-            .unwrap()
-            .build()
+        let open = spindle_scrobble::outbound::Policy::open()
+            .client(
+                "test",
+                std::time::Duration::from_secs(1),
+                std::time::Duration::from_secs(1),
+            )
             .unwrap();
+        let req = request(&open, &pull, 1000).unwrap().build().unwrap();
         assert_eq!(
             req.url().as_str(),
             "http://127.0.0.1:8080/1/user/bob%2Fx/listens?count=1000&max_ts=1600000001"

@@ -25,6 +25,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use spindle_scrobble::outbound::Outbound;
+
 use crate::import::job::{Api, Pull};
 use crate::import::worker::{save, store, Outcome};
 use crate::import::{ImportError, Job, Source, Spool};
@@ -35,6 +37,9 @@ pub const LASTFM_PAGE: usize = 200;
 
 /// Listens asked for per ListenBrainz page: 1,000, its `MAX_ITEMS_PER_GET`.
 pub const LISTENBRAINZ_PAGE: usize = 1000;
+
+/// The longest a connection to the remote may take to open: 10 s.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The longest one page may take to arrive: 60 s.
 pub const PAGE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -68,18 +73,13 @@ pub enum PullError {
         #[source]
         source: reqwest::Error,
     },
-    #[error("{url} answered HTTP {status}: {body}")]
-    Status {
-        url: String,
-        status: u16,
-        body: String,
-    },
-    #[error("{url} answered error {code}: {message}")]
-    Remote {
-        url: String,
-        code: i64,
-        message: String,
-    },
+    #[error("{url} answered HTTP {status}")]
+    Status { url: String, status: u16 },
+    #[error("{url} answered error {code} ({}) with HTTP {status}", spindle_scrobble::client::lastfm_meaning(*code))]
+    Remote { url: String, code: u32, status: u16 },
+    /// The URL's address is one the server does not ask for a user.
+    #[error(transparent)]
+    Blocked(#[from] spindle_scrobble::outbound::Blocked),
     #[error("{url} answered more than {MAX_PAGE_BYTES} bytes")]
     TooLarge { url: String },
     #[error("{url} answered something that is not JSON: {msg}")]
@@ -97,24 +97,39 @@ pub enum PullError {
 
 impl PullError {
     /// An HTTP failure, without the request's URL (whose query may hold
-    /// an API key): `url` says where, without its query.
+    /// an API key): `url` says where, without its query. A refusal of
+    /// the outbound policy (a name or a redirect) is [`PullError::Blocked`].
     fn http(url: String, source: reqwest::Error) -> PullError {
-        PullError::Http {
-            url,
-            source: source.without_url(),
+        match spindle_scrobble::outbound::blocked_in(&source) {
+            Some(b) => PullError::Blocked(b),
+            None => PullError::Http {
+                url,
+                source: source.without_url(),
+            },
+        }
+    }
+
+    /// A request that could not be made: refused by the outbound policy,
+    /// or not a URL.
+    fn send(url: &str, e: spindle_scrobble::SendError) -> PullError {
+        match e {
+            spindle_scrobble::SendError::Blocked(b) => PullError::Blocked(b),
+            _ => PullError::Url(url.to_owned()),
         }
     }
 }
 
 impl PullError {
-    /// Whether trying again later may work.
+    /// Whether trying again later may work: the scrobbler's one
+    /// classification of Last.fm codes and HTTP statuses.
     fn passing(&self) -> bool {
+        use spindle_scrobble::client::{classify, ErrorClass};
         match self {
             PullError::Http { source, .. } => !source.is_builder(),
-            PullError::Status { status, .. } => *status == 429 || *status >= 500,
-            // Last.fm: 8 operation failed, 11 service offline, 16
-            // temporarily unavailable, 29 rate limit exceeded.
-            PullError::Remote { code, .. } => matches!(code, 8 | 11 | 16 | 29),
+            PullError::Status { status, .. } => classify(None, *status) == ErrorClass::Retry,
+            PullError::Remote { code, status, .. } => {
+                classify(Some(*code), *status) == ErrorClass::Retry
+            }
             _ => false,
         }
     }
@@ -131,11 +146,17 @@ pub(crate) async fn run(
         return Ok(Outcome::Finished);
     };
     let mut pull = first.clone();
-    let http = reqwest::Client::builder()
-        .timeout(PAGE_TIMEOUT)
-        .user_agent(concat!("spindle/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|source| PullError::http(String::new(), source))?;
+    // The URL is the user's: requests keep to the outbound policy.
+    let http = state
+        .config
+        .forward
+        .outbound
+        .client(
+            concat!("spindle/", env!("CARGO_PKG_VERSION")),
+            CONNECT_TIMEOUT,
+            PAGE_TIMEOUT,
+        )
+        .map_err(|e| PullError::send(&first.url, e))?;
     let (limit, client) = match pull.api {
         Api::Lastfm => (LASTFM_PAGE, "import/lastfm-pull"),
         Api::Listenbrainz => (LISTENBRAINZ_PAGE, "import/listenbrainz-pull"),
@@ -202,7 +223,7 @@ fn next_page(
 /// One page, tried again for passing failures; `None` if `stop` came
 /// first.
 async fn fetch_with_retries(
-    http: &reqwest::Client,
+    http: &Outbound,
     pull: &Pull,
     limit: usize,
     stop: &watch::Receiver<bool>,
@@ -254,24 +275,17 @@ async fn fetch(req: reqwest::RequestBuilder, api: Api) -> Result<Value, PullErro
     }
     let v: Result<Value, _> = serde_json::from_slice(&body);
     if let Ok(v) = &v {
-        if let Some(e) = match api {
+        if let Some(code) = match api {
             Api::Lastfm => lastfm::error_of(v),
             Api::Listenbrainz => None,
         } {
-            return Err(PullError::Remote {
-                url,
-                code: e.0,
-                message: e.1,
-            });
+            return Err(PullError::Remote { url, code, status });
         }
     }
+    // The body of an error answer is not repeated: it is the remote's,
+    // and the URL the user's.
     if !(200..300).contains(&status) {
-        let text = String::from_utf8_lossy(&body);
-        return Err(PullError::Status {
-            url,
-            status,
-            body: text.chars().take(200).collect(),
-        });
+        return Err(PullError::Status { url, status });
     }
     v.map_err(|e| PullError::NotJson {
         url,

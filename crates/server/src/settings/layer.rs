@@ -270,4 +270,12 @@ sections! {
         /// The ListenBrainz-compatible API a link goes to when it names none.
         listenbrainz_url: String = "\"https://api.listenbrainz.org\"",
     }
+    outbound "outbound" Outbound {
+        /// Hosts and address ranges that URLs users give (forwarding
+        /// links, pulls) may reach although they are not on the public
+        /// internet: host names as written in the URL, addresses, or CIDR
+        /// ranges. Everything else that is loopback, private, link-local,
+        /// unique-local, multicast or this machine is refused.
+        allow: Vec<String> = "[\"maloja.lan\", \"192.168.1.0/24\"]",
+    }
 }

@@ -316,6 +316,9 @@ impl Settings {
         if let Some(v) = fw.listenbrainz_url {
             c.forward.listenbrainz_url = v;
         }
+        c.forward.outbound =
+            spindle_scrobble::outbound::Policy::guarded(&l.outbound.allow.unwrap_or_default())
+                .map_err(|e| SettingsError::Invalid(format!("[outbound] allow: {e}")))?;
         Ok(s)
     }
 
@@ -364,6 +367,7 @@ impl Settings {
         l.forward.lastfm_api_secret = Some(fw.lastfm_api_secret.clone()).filter(|v| !v.is_empty());
         l.forward.lastfm_url = Some(fw.lastfm_url.clone());
         l.forward.listenbrainz_url = Some(fw.listenbrainz_url.clone());
+        l.outbound.allow = Some(fw.outbound.allowed());
         l
     }
 

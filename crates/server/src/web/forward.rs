@@ -50,6 +50,10 @@ fn forward_err(e: ForwardError) -> Response {
         ForwardError::BadName(_) | ForwardError::NoApiKey => StatusCode::BAD_REQUEST,
         ForwardError::NoLink { .. } => StatusCode::NOT_FOUND,
         ForwardError::TooManyLinks { .. } => StatusCode::CONFLICT,
+        ForwardError::Service {
+            source: spindle_scrobble::SendError::Blocked(_),
+            ..
+        } => StatusCode::FORBIDDEN,
         ForwardError::Service { .. } | ForwardError::Refused { .. } => StatusCode::BAD_GATEWAY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
@@ -301,8 +305,10 @@ mod tests {
             "{msg}"
         );
         // Linking an existing name again goes on to the service (here
-        // unreachable: 502), not refused for the count.
+        // refused by the outbound rule, being loopback: 403), not refused
+        // for the count.
         let (status, msg) = link_lb(&st, &cookie, "l0").await;
-        assert_eq!(status, 502, "{msg}");
+        assert_eq!(status, 403, "{msg}");
+        assert!(msg.contains("loopback"), "{msg}");
     }
 }

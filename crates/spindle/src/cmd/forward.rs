@@ -66,7 +66,13 @@ pub fn run(cmd: &ForwardCommand, data_dir: &Path) -> anyhow::Result<()> {
             );
         }
         ForwardCommand::Status { user, json } => {
-            let rows = status::from_files(&root, user.as_deref());
+            let mut rows = status::from_files(&root, user.as_deref());
+            // The files cannot say whether a server sends them now; its
+            // lock on the data dir does.
+            let running = status::server_running(data_dir);
+            for r in &mut rows {
+                r.running = running;
+            }
             if *json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else if rows.is_empty() {
