@@ -31,7 +31,7 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
                 .unwrap_or(0.0),
         }),
     };
-    let estimate = c.p.get("estimateContentLength") == Some("true");
+    let estimate = c.flag("estimateContentLength")?.unwrap_or(false);
     let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
     let (user, client) = (c.user.clone(), c.p.get("c").unwrap_or("").to_owned());
     let queued_as = user.clone();
@@ -137,7 +137,7 @@ pub(crate) async fn scrobble(mut c: Ctx) -> Answer {
         .into_iter()
         .map(|t| t.parse::<i64>().ok().map(|ms| ms / 1000))
         .collect();
-    let submission = c.p.get("submission") != Some("false");
+    let submission = c.flag("submission")?.unwrap_or(true);
     let player = c.p.nonempty("c").unwrap_or("subsonic").to_owned();
     if player.len() > spindle_listens::limits::MAX_CLIENT {
         let max = spindle_listens::limits::MAX_CLIENT;
@@ -208,5 +208,39 @@ mod tests {
         k.state.flush_library_links();
         let r = k.ok("ann", "getSong", &[("id", &song)]).await;
         assert_eq!(r["song"]["playCount"], 1, "{r}");
+    }
+
+    #[tokio::test]
+    async fn a_python_false_submission_is_now_playing_and_no_play() {
+        let k = Kit::new();
+        let song = k.songs[0].clone();
+        k.ok("ann", "scrobble", &[("id", &song), ("submission", "False")])
+            .await;
+        k.state.flush_library_links();
+        let r = k.ok("ann", "getSong", &[("id", &song)]).await;
+        assert_eq!(r["song"]["playCount"].as_i64().unwrap_or(0), 0, "{r}");
+        let r = k.ok("ann", "getNowPlaying", &[]).await;
+        assert_eq!(r["nowPlaying"]["entry"][0]["id"], song.as_str(), "{r}");
+        // A value that is no boolean is refused, not taken for a play.
+        let bad = [("id", song.as_str()), ("submission", "maybe")];
+        assert_eq!(k.code("ann", "scrobble", &bad).await, 0);
+        let r = k.ok("ann", "getSong", &[("id", &song)]).await;
+        assert_eq!(r["song"]["playCount"].as_i64().unwrap_or(0), 0, "{r}");
+        // Python's True (and 1) is a play.
+        k.ok("ann", "scrobble", &[("id", &song), ("submission", "True")])
+            .await;
+        k.state.flush_library_links();
+        let r = k.ok("ann", "getSong", &[("id", &song)]).await;
+        assert_eq!(r["song"]["playCount"], 1, "{r}");
+    }
+
+    #[tokio::test]
+    async fn a_stream_with_an_estimate_flag_that_is_no_boolean_is_refused() {
+        let k = Kit::new();
+        let bad = [
+            ("id", k.songs[0].as_str()),
+            ("estimateContentLength", "maybe"),
+        ];
+        assert_eq!(k.code("ann", "stream", &bad).await, 0);
     }
 }
