@@ -45,6 +45,7 @@ pub mod catalog;
 pub mod chart_svg;
 pub mod cluster;
 pub mod corrections;
+pub mod cors;
 pub mod cover;
 mod expiry;
 pub mod forward;
@@ -98,6 +99,7 @@ pub use state::{
 /// Every API, merged, over `state`.
 pub fn router(state: AppState) -> axum::Router {
     let config = state.config.clone();
+    let cors = std::sync::Arc::new(config.cors_origins.clone());
     let app = axum::Router::new()
         .merge(lastfm::router())
         .merge(listenbrainz::router())
@@ -122,6 +124,11 @@ pub fn router(state: AppState) -> axum::Router {
             state.clone(),
             cluster::route::layer,
         ))
+        // CORS for the token-authenticated APIs (never /ui/), outside
+        // the rest: a preflight is answered here, on a replica too.
+        .layer(axum::middleware::from_fn(move |req, next| {
+            cors::layer(cors.clone(), req, next)
+        }))
         .with_state(state);
     // The base path and trusted proxies, before routing.
     front::wrap(app, &config)
