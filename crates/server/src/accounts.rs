@@ -237,6 +237,8 @@ struct Data {
 pub struct Accounts {
     dir: PathBuf,
     cipher: ChaCha20Poly1305,
+    /// The key of [`Accounts::url_signature`], derived from `secret.key`.
+    url_key: [u8; 32],
     data: RwLock<Data>,
     /// (mtime, length) of the file as last read, to notice another
     /// process's changes (`spindle user add` beside a running server).
@@ -380,6 +382,13 @@ impl Accounts {
         let acc = Accounts {
             dir: dir.to_owned(),
             cipher: ChaCha20Poly1305::new(Key::from_slice(&key)),
+            url_key: {
+                use sha2::Digest;
+                let mut h = sha2::Sha256::new();
+                h.update(b"spindle signed URLs\0");
+                h.update(&key);
+                h.finalize().into()
+            },
             data: RwLock::new(data),
             seen: std::sync::Mutex::new(None),
             opened: std::time::Instant::now(),
@@ -750,6 +759,26 @@ impl Accounts {
     }
 
     /// Subsonic's token check: t = md5(password + salt).
+    /// A signature of `msg` for a URL this server hands out in place of
+    /// credentials (the cover images of `getArtistInfo`): HMAC-SHA256
+    /// under a key derived from `secret.key`, 32 hex digits. Stable
+    /// across restarts; [`Accounts::url_signature_ok`] checks it.
+    pub fn url_signature(&self, msg: &str) -> String {
+        use hmac::Mac;
+        let Ok(mut mac) = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.url_key) else {
+            return String::new();
+        };
+        mac.update(msg.as_bytes());
+        let tag = mac.finalize().into_bytes();
+        tag.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Whether `sig` is [`Accounts::url_signature`] of `msg`.
+    pub fn url_signature_ok(&self, msg: &str, sig: &str) -> bool {
+        let want = self.url_signature(msg);
+        !want.is_empty() && constant_eq(want.as_bytes(), sig.as_bytes())
+    }
+
     pub fn check_salted_token(&self, name: &str, token: &str, salt: &str) -> bool {
         let Some(pw) = self.password(name) else {
             return false;

@@ -141,7 +141,9 @@ pub const METHODS: &[&str] = &[
 ];
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/rest/{method}", get(handle).post(handle))
+    Router::new()
+        .route("/rest/{method}", get(handle).post(handle))
+        .route(info::IMAGE_ROUTE, get(info::signed_image))
 }
 
 /// A Subsonic error: code and message.
