@@ -5,7 +5,7 @@ connect, and `requests` for every method in XML and JSON, by GET and by
 form POST.
 
 The music folder holds FLAC files made with sox and tagged with mutagen,
-an `artist.jpg` and `artist.txt` beside one artist's albums, album notes,
+an `artist.png` and `artist.txt` beside one artist's albums, album notes,
 and two playlist files (`.m3u` with CRLF and a BOM, `.m3u8` with
 `#EXTINF`). Two users scrobble on the same days, so the history has
 co-listening for the similar artists and plays for the top songs. Run by
@@ -47,6 +47,19 @@ TRACKS = [
 ]
 
 
+def tiny_png():
+    """A real 2×2 PNG, so that the signed image URLs load an image."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    raw = b"".join(b"\x00" + b"\xc0\x40\x20" * 2 for _ in range(2))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
 def make_corpus(music):
     if not shutil.which("sox"):
         pytest.skip("sox is not installed")
@@ -63,7 +76,7 @@ def make_corpus(music):
         f.save()
         files[title] = p
     alpha = Path(music) / "Alpha Band"
-    (alpha / "artist.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    (alpha / "artist.png").write_bytes(tiny_png())
     (alpha / "artist.txt").write_text("Alpha Band play quiet jazz.\n")
     (alpha / "First Light" / "notes.txt").write_text("Recorded in one night.\n")
     lists = Path(music) / "Playlists"
