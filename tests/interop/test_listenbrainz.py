@@ -83,6 +83,15 @@ def test_history_is_private_until_the_user_makes_it_public(lb, server):
     # A private user and an unknown one get the same answer.
     assert errors[0] == errors[1] and errors[0][0] == 401
     assert lb.get_listens(server.user, count=1), "the owner reads with the token"
+    # The listen count is read as the listens are.
+    with pytest.raises(liblistenbrainz.errors.ListenBrainzAPIException) as e:
+        anon.get_user_listen_count(server.user)
+    assert e.value.status_code == 401
+    count = lb.get_user_listen_count(server.user)
+    assert count >= 1
+    lb.submit_single_listen(liblistenbrainz.Listen(
+        track_name="Counted", artist_name="Counter", listened_at=now() - 5))
+    assert lb.get_user_listen_count(server.user) == count + 1
     # Set with the CLI beside the running server, seen at once.
     cli(server.data_dir, "user", "privacy", server.user, "public")
     try:

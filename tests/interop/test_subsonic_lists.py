@@ -5,7 +5,7 @@ connect, and `requests` for every method in XML and JSON, by GET and by
 form POST.
 
 The music folder holds FLAC files made with sox and tagged with mutagen,
-an `artist.jpg` and `artist.txt` beside one artist's albums, album notes,
+an `artist.png` and `artist.txt` beside one artist's albums, album notes,
 and two playlist files (`.m3u` with CRLF and a BOM, `.m3u8` with
 `#EXTINF`). Two users scrobble on the same days, so the history has
 co-listening for the similar artists and plays for the top songs. Run by
@@ -47,6 +47,19 @@ TRACKS = [
 ]
 
 
+def tiny_png():
+    """A real 2×2 PNG, so that the signed image URLs load an image."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    raw = b"".join(b"\x00" + b"\xc0\x40\x20" * 2 for _ in range(2))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
 def make_corpus(music):
     if not shutil.which("sox"):
         pytest.skip("sox is not installed")
@@ -63,7 +76,7 @@ def make_corpus(music):
         f.save()
         files[title] = p
     alpha = Path(music) / "Alpha Band"
-    (alpha / "artist.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    (alpha / "artist.png").write_bytes(tiny_png())
     (alpha / "artist.txt").write_text("Alpha Band play quiet jazz.\n")
     (alpha / "First Light" / "notes.txt").write_text("Recorded in one night.\n")
     lists = Path(music) / "Playlists"
@@ -320,8 +333,10 @@ def test_artist_and_album_info_are_read_from_the_music_folder(srv, fmt, verb):
         # In XML the texts and URLs are child elements, as in the schema.
         info = body[top] if fmt == "json" else texts(body.find(NS + top))
         assert info["biography"] == "Alpha Band play quiet jazz."
-        assert "/rest/getCoverArt?" in info["largeImageUrl"]
-        assert f"id={ids['Alpha Band']}" in info["largeImageUrl"]
+        assert f"/img/{ids['Alpha Band']}/600/" in info["largeImageUrl"]
+        # No credentials of the caller's in a URL handed out.
+        for k in ["u=", "p=", "t=", "s=", "apiKey="]:
+            assert k not in info["largeImageUrl"], info["largeImageUrl"]
         if fmt == "json":
             similar = [a["name"] for a in body[top]["similarArtist"]]
         else:
@@ -329,8 +344,9 @@ def test_artist_and_album_info_are_read_from_the_music_folder(srv, fmt, verb):
         assert similar[0] == "Beta Trio" and "Gamma Noise" not in similar
     img = requests.get(call(srv, "getArtistInfo2", id=ids["Alpha Band"])
                        ["artistInfo2"]["smallImageUrl"], timeout=10)
-    # The URL carries the caller's credentials: it is not refused.
+    # The URL is signed for that image: it loads without a login.
     assert img.status_code == 200
+    assert img.headers["content-type"].startswith("image/")
     assert b'"code":40' not in img.content and b'code="40"' not in img.content
     assert b'"code":10' not in img.content and b'code="10"' not in img.content
     album = call(srv, "getAlbumList2", type="alphabeticalByName")["albumList2"]["album"][1]

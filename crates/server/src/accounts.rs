@@ -240,6 +240,8 @@ pub struct Accounts {
     /// A hash of `secret.key`, the secret every node of a cluster shares
     /// ([`Accounts::cluster_secret`]).
     cluster_secret: [u8; 32],
+    /// The key of [`Accounts::url_signature`], derived from `secret.key`.
+    url_key: [u8; 32],
     data: RwLock<Data>,
     /// (mtime, length) of the file as last read, to notice another
     /// process's changes (`spindle user add` beside a running server).
@@ -386,6 +388,13 @@ impl Accounts {
             cluster_secret: {
                 use sha2::Digest;
                 sha2::Sha256::digest(&key).into()
+            },
+            url_key: {
+                use sha2::Digest;
+                let mut h = sha2::Sha256::new();
+                h.update(b"spindle signed URLs\0");
+                h.update(&key);
+                h.finalize().into()
             },
             data: RwLock::new(data),
             seen: std::sync::Mutex::new(None),
@@ -764,6 +773,26 @@ impl Accounts {
     }
 
     /// Subsonic's token check: t = md5(password + salt).
+    /// A signature of `msg` for a URL this server hands out in place of
+    /// credentials (the cover images of `getArtistInfo`): HMAC-SHA256
+    /// under a key derived from `secret.key`, 32 hex digits. Stable
+    /// across restarts; [`Accounts::url_signature_ok`] checks it.
+    pub fn url_signature(&self, msg: &str) -> String {
+        use hmac::Mac;
+        let Ok(mut mac) = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.url_key) else {
+            return String::new();
+        };
+        mac.update(msg.as_bytes());
+        let tag = mac.finalize().into_bytes();
+        tag.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Whether `sig` is [`Accounts::url_signature`] of `msg`.
+    pub fn url_signature_ok(&self, msg: &str, sig: &str) -> bool {
+        let want = self.url_signature(msg);
+        !want.is_empty() && constant_eq(want.as_bytes(), sig.as_bytes())
+    }
+
     pub fn check_salted_token(&self, name: &str, token: &str, salt: &str) -> bool {
         let Some(pw) = self.password(name) else {
             return false;

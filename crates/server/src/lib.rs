@@ -46,6 +46,7 @@ pub mod chart_svg;
 pub mod cluster;
 pub mod correction_spool;
 pub mod corrections;
+pub mod cors;
 pub mod cover;
 mod expiry;
 pub mod fair;
@@ -102,6 +103,7 @@ pub use state::{
 pub fn router(state: AppState) -> axum::Router {
     let config = state.config.clone();
     let cluster = state.cluster.clone();
+    let cors = std::sync::Arc::new(config.cors_origins.clone());
     let app = axum::Router::new()
         .merge(lastfm::router())
         .merge(listenbrainz::router())
@@ -126,6 +128,11 @@ pub fn router(state: AppState) -> axum::Router {
             state.clone(),
             cluster::route::layer,
         ))
+        // CORS for the token-authenticated APIs (never /ui/), outside
+        // the rest: a preflight is answered here, on a replica too.
+        .layer(axum::middleware::from_fn(move |req, next| {
+            cors::layer(cors.clone(), req, next)
+        }))
         .with_state(state);
     // The base path and trusted proxies, before routing.
     front::wrap(app, &config, Some(cluster))

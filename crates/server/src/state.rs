@@ -127,6 +127,9 @@ pub struct Config {
     /// The URL path every route is served under (`/music`); empty: the
     /// root ([`crate::front`]).
     pub base_path: String,
+    /// The origins whose scripts may call the token-authenticated APIs
+    /// ([`crate::cors`]); any by default.
+    pub cors_origins: crate::cors::CorsOrigins,
     /// Trusted reverse proxies and the trusted-header login
     /// ([`crate::proxy`]).
     pub proxy: crate::proxy::ProxyConfig,
@@ -165,6 +168,7 @@ impl Default for Config {
                 .map(|a| (*a).to_owned())
                 .collect(),
             base_path: String::new(),
+            cors_origins: crate::cors::CorsOrigins::Any,
             proxy: crate::proxy::ProxyConfig::default(),
             transcode: crate::transcode::TranscodeConfig::default(),
             forward: crate::forward::ForwardConfig::default(),

@@ -233,6 +233,22 @@ async fn a_subsonic_token_guesser_is_locked_and_refused_even_when_right_while_an
 }
 
 #[tokio::test]
+async fn an_empty_password_beside_a_valid_token_is_no_password_and_no_failed_login() {
+    let f = fixture(Limits::default());
+    let salt = "c19b2d";
+    let t = md5_hex(format!("{PW}{salt}").as_bytes());
+    // More than the free tries: none of them may count as a failure.
+    for i in 0..12 {
+        let uri = format!("/rest/ping.view?f=json&v=1.16.1&c=t&u=ann&t={t}&s={salt}&p=");
+        let a = send(&f, "192.0.2.8", get(&uri)).await;
+        assert_eq!(subsonic_error(&a), None, "ping {i}: {}", a.body);
+    }
+    // An empty token and salt are missing, not wrong: error 10.
+    let a = send(&f, "192.0.2.8", get("/rest/ping?f=json&u=ann&t=&s=&p=")).await;
+    assert_eq!(subsonic_error(&a).map(|e| e.0), Some(10), "{}", a.body);
+}
+
+#[tokio::test]
 async fn a_burst_of_guesses_from_one_address_gets_only_its_free_tries_checked() {
     let f = fixture(Limits::default());
     let mut checked = 0;

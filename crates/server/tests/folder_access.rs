@@ -905,3 +905,38 @@ async fn the_web_ui_shows_a_limited_user_nothing_of_the_hidden_folder() {
     let (status, _, _) = send(&fx.app, play).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn the_web_ui_stars_and_rates_a_hidden_id_as_an_unknown_one() {
+    let fx = fixture().await;
+    let cookie = session(&fx.app, "cy", PW).await;
+    let post = |uri: &str, body: String| {
+        Request::post(uri)
+            .header(header::COOKIE, cookie.clone())
+            .header(header::HOST, "127.0.0.1:4533")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("x-spindle-csrf", "1")
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let answer = |uri: &'static str, id: &str| {
+        let req = match uri {
+            "/ui/api/star" => post(uri, format!(r#"{{"id":"{id}","on":true}}"#)),
+            _ => post(uri, format!(r#"{{"id":"{id}","rating":4}}"#)),
+        };
+        let app = fx.app.clone();
+        async move {
+            let (status, _, body) = send(&app, req).await;
+            (status, String::from_utf8_lossy(&body).into_owned())
+        }
+    };
+    for uri in ["/ui/api/star", "/ui/api/rating"] {
+        let unknown = answer(uri, "999999").await;
+        assert_eq!(unknown.0, StatusCode::NOT_FOUND, "{uri}: {}", unknown.1);
+        for id in [&fx.h_songs[0], &fx.h_album, &fx.h_artist] {
+            assert_eq!(answer(uri, id).await, unknown, "{uri} {id}");
+        }
+        let visible = answer(uri, &fx.song).await;
+        assert_eq!(visible.0, StatusCode::OK, "{uri}: {}", visible.1);
+    }
+}

@@ -158,7 +158,7 @@ async fn listenbrainz_reads_of_a_private_user_answer_like_an_unknown_user() {
         submit(&f, &f.bob_token, NOW - 60, "Song").await.status,
         StatusCode::OK
     );
-    for what in ["listens", "playing-now"] {
+    for what in ["listens", "playing-now", "listen-count"] {
         let unknown = get(&f.app, &format!("/1/user/nobody/{what}"), None).await;
         assert_eq!(unknown.status, StatusCode::UNAUTHORIZED, "{what}");
         for token in [None, Some(f.ann_token.as_str()), Some("f00")] {
@@ -177,6 +177,15 @@ async fn listenbrainz_reads_of_a_private_user_answer_like_an_unknown_user() {
     assert_eq!(
         v["payload"]["listens"][0]["track_metadata"]["track_name"],
         "Song"
+    );
+    submit(&f, &f.bob_token, NOW - 30, "Other").await;
+    let count = get(&f.app, "/1/user/bob/listen-count", Some(&f.bob_token)).await;
+    let v: serde_json::Value = serde_json::from_str(&count.body).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"payload": {"count": 2}}),
+        "{}",
+        count.body
     );
 }
 

@@ -39,6 +39,7 @@
 
 pub mod cache;
 pub mod find;
+pub mod initial;
 pub mod resize;
 mod serve;
 

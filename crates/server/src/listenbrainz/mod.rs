@@ -1,10 +1,10 @@
 //! The ListenBrainz API at the host root (`/1/…`), where liblistenbrainz
 //! expects it: submit-listens (single, playing_now, import, with
-//! ListenBrainz's limits), validate-token, a user's listens and
-//! playing-now, and the user statistics (`stats.rs`). Every response
+//! ListenBrainz's limits), validate-token, a user's listens, listen count
+//! and playing-now, and the user statistics (`stats.rs`). Every response
 //! carries `X-RateLimit-*` headers.
 //!
-//! A user's listens, playing-now and statistics are private unless the
+//! A user's listens, listen count, playing-now and statistics are private unless the
 //! user made them public (`spindle user privacy NAME public`, or the web
 //! UI): the owner reads them with their token in `Authorization: Token …`.
 //! Anyone else gets 401 with [`PRIVATE`], the same answer as for a user
@@ -43,6 +43,7 @@ pub fn router() -> Router<AppState> {
         .route("/1/validate-token", get(validate))
         .route("/1/user/{name}/listens", get(listens))
         .route("/1/user/{name}/playing-now", get(playing_now))
+        .route("/1/user/{name}/listen-count", get(listen_count))
         .route("/1/stats/user/{name}/{stat}", get(stats::user_stat))
 }
 
@@ -465,4 +466,22 @@ async fn playing_now(
         }}),
         &rate,
     )
+}
+
+/// `GET /1/user/NAME/listen-count`: `{"payload": {"count": N}}`, every
+/// listen of the user's history; read as their listens are.
+async fn listen_count(
+    State(st): State<AppState>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Response {
+    let rate = rate_of(&st, &req);
+    if !rate.allowed {
+        return error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate);
+    }
+    if !may_read(&st, &req, &name) {
+        return error(StatusCode::UNAUTHORIZED, PRIVATE, &rate);
+    }
+    let count = st.listens.summary(&name).playcount;
+    reply(StatusCode::OK, json!({"payload": {"count": count}}), &rate)
 }

@@ -171,6 +171,11 @@ sections! {
         /// handshake's URLs; an https:// URL makes the web session cookie
         /// Secure. Unset: taken from each request. Flag: --public-url.
         public_url: PublicUrl = "\"https://music.example.org\"",
+        /// Origins whose web pages may call the Subsonic, ListenBrainz and
+        /// Last.fm APIs (CORS): "*" any (they carry their own credentials),
+        /// or a list such as ["https://app.example.org"]; [] none. Never the
+        /// web UI's routes.
+        cors_origins: Vec<String> = "[\"*\"]",
         /// How streams read files: tokio, psync, uring or uring-sqpoll
         /// (io_uring falls back to psync where it is unavailable).
         /// Flag: --io-engine.

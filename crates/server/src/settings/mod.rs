@@ -213,6 +213,13 @@ impl Settings {
             c.base_path = v.0;
         }
         c.public_url = sv.public_url.map(|u| u.0);
+        if let Some(v) = sv.cors_origins {
+            for o in &v {
+                crate::cors::check_origin(o)
+                    .map_err(|m| SettingsError::Invalid(format!("[server] cors_origins: {m}")))?;
+            }
+            c.cors_origins = crate::cors::CorsOrigins::from_list(&v);
+        }
         if let Some(v) = sv.io_engine {
             s.engine = v.0;
         }
@@ -336,6 +343,7 @@ impl Settings {
         sv.music = Some(self.music.clone());
         sv.base_path = Some(values::BasePath(c.base_path.clone()));
         sv.public_url = c.public_url.clone().map(values::PublicUrl);
+        sv.cors_origins = Some(c.cors_origins.to_list());
         sv.io_engine = Some(values::Engine(self.engine));
         sv.send_queue = Some(values::Size(u64::from(c.send_queue)));
         sv.header_timeout_secs = Some(c.header_timeout.as_secs());

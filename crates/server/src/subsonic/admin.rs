@@ -40,19 +40,6 @@ fn password_param(c: &Ctx, name: &str) -> Result<Option<String>, Fail> {
     }
 }
 
-/// A boolean parameter (`true`/`false`).
-fn flag(c: &Ctx, name: &str) -> Result<Option<bool>, Fail> {
-    match c.p.nonempty(name) {
-        None => Ok(None),
-        Some(v) if v.eq_ignore_ascii_case("true") => Ok(Some(true)),
-        Some(v) if v.eq_ignore_ascii_case("false") => Ok(Some(false)),
-        Some(v) => Err(Fail(
-            0,
-            format!("Parameter {name} must be true or false, not {v:?}"),
-        )),
-    }
-}
-
 /// Sets every role named in the request, keeping the others.
 fn read_roles(c: &Ctx, mut r: Roles) -> Result<Roles, Fail> {
     let fields: [(&str, &mut bool); 9] = [
@@ -67,7 +54,7 @@ fn read_roles(c: &Ctx, mut r: Roles) -> Result<Roles, Fail> {
         ("shareRole", &mut r.share),
     ];
     for (name, field) in fields {
-        if let Some(v) = flag(c, name)? {
+        if let Some(v) = c.flag(name)? {
             *field = v;
         }
     }

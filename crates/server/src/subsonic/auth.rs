@@ -87,7 +87,9 @@ pub async fn authenticate(
     let Some(user) = p.nonempty("u") else {
         return Err(refuse(10, "Required parameter is missing: u"));
     };
-    if let Some(pw) = p.get("p") {
+    // An empty `p` beside a token is a client filling in a field it does
+    // not use: absent, not a wrong password.
+    if let Some(pw) = p.nonempty("p") {
         let pw = match pw.strip_prefix("enc:") {
             Some(hex) => unhex(hex),
             None => Some(pw.to_owned()),
@@ -111,7 +113,7 @@ pub async fn authenticate(
             })
             .map_err(|d| denied(d, 40, WRONG));
     }
-    match (p.get("t"), p.get("s")) {
+    match (p.nonempty("t"), p.nonempty("s")) {
         (Some(t), Some(s)) => {
             if accounts.user_exists(user) && accounts.password(user).is_none() {
                 return Err(refuse(

@@ -12,10 +12,12 @@
 //! * Biography and notes: a text file beside the music (`artist.txt`,
 //!   `biography.txt` or `bio.txt` in the artist's folder; `notes.txt`,
 //!   `album.txt` or `review.txt` in the album's), else empty.
-//! * Images: `getCoverArt` URLs of this server, with the caller's own
-//!   credentials, for the artist (when its folder holds an `artist.*`
+//! * Images: URLs of this server's covers (`/img/ID/SIZE/SIGNATURE`,
+//!   [`signed_image`]), for the artist (when its folder holds an `artist.*`
 //!   image, see [`artist_image`]) or its first album, and for the album.
-//!   The URL starts from `Config::public_url` or else the request's Host.
+//!   They carry no credentials: each is signed by the server for that one
+//!   image and size, so a client loads it as it is. The URL starts from
+//!   `Config::public_url` or else the request's Host and the base path.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -275,25 +277,48 @@ fn read_text(c: &Ctx, song: &Song, dirs: &[PathBuf], names: &[&str]) -> String {
     String::new()
 }
 
-/// The URL of this server's `getCoverArt` of `id` at `size` pixels,
-/// authenticated as the request was.
+/// The URL of the cover of `id` at `size` pixels, signed for that image
+/// alone ([`IMAGE_ROUTE`]): no credentials of the caller's in it.
 fn image_url(c: &Ctx, id: &str, size: u32) -> String {
     let base = match &c.state.config.public_url {
         Some(u) => u.trim_end_matches('/').to_owned(),
-        None => c
-            .host
-            .as_deref()
-            .map_or_else(String::new, |h| format!("http://{h}")),
+        None => c.host.as_deref().map_or_else(String::new, |h| {
+            format!("http://{h}{}", c.state.config.base_path)
+        }),
     };
-    let mut q = form_urlencoded::Serializer::new(String::new());
-    q.append_pair("id", id)
-        .append_pair("size", &size.to_string());
-    for k in ["u", "p", "t", "s", "apiKey", "v", "c"] {
-        if let Some(v) = c.p.get(k) {
-            q.append_pair(k, v);
-        }
+    let sig = c.state.accounts.url_signature(&image_message(id, size));
+    let id: String = form_urlencoded::byte_serialize(id.as_bytes()).collect();
+    format!("{base}/img/{id}/{size}/{sig}")
+}
+
+/// What an image URL's signature signs.
+fn image_message(id: &str, size: u32) -> String {
+    format!("cover\0{id}\0{size}")
+}
+
+/// The route of the signed image URLs: `/img/ID/SIZE/SIGNATURE`.
+pub(crate) const IMAGE_ROUTE: &str = "/img/{id}/{size}/{sig}";
+
+/// `GET /img/ID/SIZE/SIGNATURE`: the cover of `ID` at `SIZE` pixels,
+/// without a login, when the signature is the server's for that id and
+/// size (a URL `getArtistInfo` or `getAlbumInfo` handed out to a user who
+/// could see the item); 404 otherwise.
+pub(crate) async fn signed_image(
+    axum::extract::State(st): axum::extract::State<crate::AppState>,
+    axum::extract::Path((id, size, sig)): axum::extract::Path<(String, u32, String)>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let not_found = || (axum::http::StatusCode::NOT_FOUND, "no such image\n").into_response();
+    if !st
+        .accounts
+        .url_signature_ok(&image_message(&id, size), &sig)
+    {
+        return not_found();
     }
-    format!("{base}/rest/getCoverArt?{}", q.finish())
+    crate::cover::answer(&st, id, Some(size), &headers)
+        .await
+        .unwrap_or_else(|_| not_found())
 }
 
 fn with_images(n: Node, c: &Ctx, id: &str) -> Node {
@@ -447,7 +472,7 @@ mod tests {
             j["artistInfo2"]["largeImageUrl"]
                 .as_str()
                 .unwrap()
-                .contains("size=600"),
+                .contains("/600/"),
             "{j}"
         );
         let j = k.ok("ann", "getAlbumInfo", &[("id", &album)]).await;
@@ -456,8 +481,67 @@ mod tests {
             j["albumInfo"]["smallImageUrl"]
                 .as_str()
                 .unwrap()
-                .contains("size=150"),
+                .contains("/150/"),
             "{j}"
         );
+    }
+
+    #[tokio::test]
+    async fn image_urls_carry_no_credentials_and_load_by_their_signature_alone() {
+        let k = crate::subsonic::testkit::Kit::new();
+        let (key, _) = k.state.accounts.add_app_key("ann", "app", 0).unwrap();
+        let album = k
+            .ok("ann", "getAlbumList2", &[("type", "alphabeticalByName")])
+            .await;
+        let album = album["albumList2"]["album"][0].clone();
+        let artist = album["artistId"].as_str().unwrap().to_owned();
+        let r = k.ok("ann", "getArtistInfo2", &[("id", &artist)]).await;
+        let url = r["artistInfo2"]["largeImageUrl"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let (_, _, body) = k
+            .get(&format!(
+                "/rest/getArtistInfo?apiKey={key}&f=json&id={artist}"
+            ))
+            .await;
+        let by_key = String::from_utf8_lossy(&body).into_owned();
+        for secret in ["p=", "u=", "t=", "s=", "apiKey", key.as_str()] {
+            assert!(!url.contains(secret), "{secret} in {url}");
+        }
+        assert!(
+            !by_key.contains(&key) && !by_key.contains("apiKey="),
+            "{by_key}"
+        );
+        let path = url.strip_prefix("http://music.example:4533").unwrap();
+        // The artist's own image, or its first album's.
+        let img_id = path.split('/').nth(2).unwrap().to_owned();
+        assert!(path.starts_with(&format!("/img/{img_id}/600/")), "{path}");
+        let (status, _, signed) = k.get(path).await;
+        let (_, h, direct) = k
+            .get(&format!(
+                "/rest/getCoverArt?u=ann&p=pw&id={artist}&size=600"
+            ))
+            .await;
+        if h["content-type"].to_str().unwrap().starts_with("image/") {
+            assert_eq!(status, 200);
+            assert_eq!(signed, direct);
+        }
+        // Another size, another id or a changed signature: nothing.
+        let (status, _, _) = k.get(&path.replace("/600/", "/601/")).await;
+        assert_eq!(status, 404);
+        let mut bad = path.to_owned();
+        let last = bad.pop().unwrap();
+        bad.push(if last == '0' { '1' } else { '0' });
+        assert_eq!(k.get(&bad).await.0, 404);
+        let r = k
+            .ok(
+                "ann",
+                "getAlbumInfo2",
+                &[("id", album["id"].as_str().unwrap())],
+            )
+            .await;
+        let url = r["albumInfo"]["smallImageUrl"].as_str().unwrap();
+        assert!(!url.contains("p=") && !url.contains("u="), "{url}");
     }
 }

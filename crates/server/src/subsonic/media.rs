@@ -25,13 +25,11 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
         false => Some(transcode::Ask {
             format: c.p.nonempty("format").map(str::to_owned),
             max_bitrate: c.int("maxBitRate")?.and_then(|m| u32::try_from(m).ok()),
-            offset: ["timeOffset", "transcodeOffset"]
-                .iter()
-                .find_map(|k| c.p.nonempty(k).and_then(|v| v.parse::<f64>().ok()))
-                .unwrap_or(0.0),
+            offset: offset(&c)?,
         }),
     };
-    let estimate = c.p.get("estimateContentLength") == Some("true");
+    let seek = ask.as_ref().map_or(0.0, |a| a.offset);
+    let estimate = c.flag("estimateContentLength")?.unwrap_or(false);
     let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
     let (user, client) = (c.user.clone(), c.p.get("c").unwrap_or("").to_owned());
     let queued_as = user.clone();
@@ -44,6 +42,7 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
     let mut lookup = move || {
         let cat = c.cat();
         let s = cat.song(&id).ok_or_else(|| not_found("Song"))?;
+        past_the_end(seek, s.duration)?;
         let plan = match &ask {
             Some(a) => transcode::plan_for(&c.state, &user, &client, s, a)
                 .map_err(|e| Fail(0, e.to_string()))?,
@@ -124,6 +123,45 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
     Ok(resp)
 }
 
+/// The longest seek (`timeOffset`) into a song whose length is unknown:
+/// a day.
+pub const MAX_OFFSET_SECS: f64 = 86_400.0;
+
+/// `timeOffset` (or `transcodeOffset`), seconds: 0 when absent; a value
+/// that is not a number, is negative, not finite or over
+/// [`MAX_OFFSET_SECS`] is error 0.
+fn offset(c: &Ctx) -> Result<f64, Fail> {
+    let Some((name, v)) = ["timeOffset", "transcodeOffset"]
+        .into_iter()
+        .find_map(|k| c.p.nonempty(k).map(|v| (k, v)))
+    else {
+        return Ok(0.0);
+    };
+    match v.trim().parse::<f64>() {
+        Ok(o) if o.is_finite() && (0.0..=MAX_OFFSET_SECS).contains(&o) => Ok(o),
+        _ => Err(Fail(
+            0,
+            format!("Parameter {name} must be seconds from 0 to {MAX_OFFSET_SECS}, not {v:?}"),
+        )),
+    }
+}
+
+/// A seek at or past the end of a song of `duration` seconds is error 0:
+/// there is nothing to play from there.
+fn past_the_end(seek: f64, duration: Option<i64>) -> Result<(), Fail> {
+    match duration {
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "a song's length in seconds is far below 2^52"
+        )]
+        Some(d) if seek > 0.0 && seek >= d as f64 => Err(Fail(
+            0,
+            format!("timeOffset {seek} s is at or past the end of the song ({d} s)"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `scrobble`: `submission=false` is a now-playing report; otherwise each
 /// `id` (with its `time` in ms, default now) becomes a listen in the
 /// history, checked like every API's.
@@ -137,7 +175,7 @@ pub(crate) async fn scrobble(mut c: Ctx) -> Answer {
         .into_iter()
         .map(|t| t.parse::<i64>().ok().map(|ms| ms / 1000))
         .collect();
-    let submission = c.p.get("submission") != Some("false");
+    let submission = c.flag("submission")?.unwrap_or(true);
     let player = c.p.nonempty("c").unwrap_or("subsonic").to_owned();
     if player.len() > spindle_listens::limits::MAX_CLIENT {
         let max = spindle_listens::limits::MAX_CLIENT;
@@ -208,5 +246,61 @@ mod tests {
         k.state.flush_library_links();
         let r = k.ok("ann", "getSong", &[("id", &song)]).await;
         assert_eq!(r["song"]["playCount"], 1, "{r}");
+    }
+
+    #[tokio::test]
+    async fn a_python_false_submission_is_now_playing_and_no_play() {
+        let k = Kit::new();
+        let song = k.songs[0].clone();
+        k.ok("ann", "scrobble", &[("id", &song), ("submission", "False")])
+            .await;
+        k.state.flush_library_links();
+        let r = k.ok("ann", "getSong", &[("id", &song)]).await;
+        assert_eq!(r["song"]["playCount"].as_i64().unwrap_or(0), 0, "{r}");
+        let r = k.ok("ann", "getNowPlaying", &[]).await;
+        assert_eq!(r["nowPlaying"]["entry"][0]["id"], song.as_str(), "{r}");
+        // A value that is no boolean is refused, not taken for a play.
+        let bad = [("id", song.as_str()), ("submission", "maybe")];
+        assert_eq!(k.code("ann", "scrobble", &bad).await, 0);
+        let r = k.ok("ann", "getSong", &[("id", &song)]).await;
+        assert_eq!(r["song"]["playCount"].as_i64().unwrap_or(0), 0, "{r}");
+        // Python's True (and 1) is a play.
+        k.ok("ann", "scrobble", &[("id", &song), ("submission", "True")])
+            .await;
+        k.state.flush_library_links();
+        let r = k.ok("ann", "getSong", &[("id", &song)]).await;
+        assert_eq!(r["song"]["playCount"], 1, "{r}");
+    }
+
+    #[tokio::test]
+    async fn a_stream_with_an_estimate_flag_that_is_no_boolean_is_refused() {
+        let k = Kit::new();
+        let bad = [
+            ("id", k.songs[0].as_str()),
+            ("estimateContentLength", "maybe"),
+        ];
+        assert_eq!(k.code("ann", "stream", &bad).await, 0);
+    }
+
+    #[tokio::test]
+    async fn a_seek_that_is_no_time_or_past_the_end_is_refused_before_any_transcode() {
+        let k = Kit::new();
+        let song = k.songs[0].as_str();
+        // The demo's first song lasts 4 s.
+        for bad in ["1e308", "-1", "NaN", "inf", "abc", "4", "86401"] {
+            let r = k
+                .api("ann", "stream", &[("id", song), ("timeOffset", bad)])
+                .await;
+            assert_eq!(r["error"]["code"], 0, "{bad}: {r}");
+            let msg = r["error"]["message"].as_str().unwrap_or("");
+            assert!(msg.contains("timeOffset"), "{bad}: {msg}");
+        }
+        let r = k
+            .api("ann", "stream", &[("id", song), ("transcodeOffset", "-3")])
+            .await;
+        assert!(r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("transcodeOffset"));
     }
 }

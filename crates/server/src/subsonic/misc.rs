@@ -7,7 +7,9 @@
 //!   `getVideoInfo` and `getCaptions` find nothing (error 70);
 //! - `hls.m3u8`: refused (error 50); `stream` plays every song whole;
 //! - `getAvatar`: the image `DATA_DIR/avatars/NAME.png` (or `.jpg`,
-//!   `.jpeg`, `.gif`, `.webp`) an administrator put there, else error 70;
+//!   `.jpeg`, `.gif`, `.webp`) an administrator put there, else a PNG of
+//!   the user's initial ([`crate::cover::initial`]); error 70 for an
+//!   unknown user;
 //! - `getChatMessages` and `addChatMessage`: one room for every user, in
 //!   memory ([`super::chat`]).
 //!
@@ -203,19 +205,24 @@ fn avatar_file(dir: &std::path::Path, user: &str) -> Option<(PathBuf, &'static s
 }
 
 /// `getAvatar?username=NAME`: any user's avatar, to any user, as
-/// Subsonic allows; error 70 for an unknown user or one without an
-/// avatar file.
+/// Subsonic allows, else the user's initial; error 70 for an unknown
+/// user.
 pub(crate) async fn avatar(c: Ctx) -> Result<Response, Fail> {
     let user = c.req("username")?.to_owned();
     if !safe_file_name(&user) || !c.state.accounts.user_exists(&user) {
         return Err(not_found("User"));
     }
     let dir = c.state.db.dir().join(AVATAR_DIR);
+    let asked = user.clone();
     let found = tokio::task::spawn_blocking(move || avatar_file(&dir, &user))
         .await
         .map_err(|_| Fail(0, "The request failed inside the server".to_owned()))?;
     let Some((path, mime)) = found else {
-        return Err(not_found("Avatar"));
+        // No file: the user's initial, so that apps show a picture rather
+        // than a broken image.
+        let png = crate::cover::initial::png(&asked)
+            .map_err(|e| Fail(0, format!("The default avatar cannot be drawn: {e}")))?;
+        return image_answer(png, "image/png");
     };
     let file_fail = |e: std::io::Error| {
         tracing::warn!(path = %path.display(), "cannot read avatar: {e}");
@@ -229,6 +236,10 @@ pub(crate) async fn avatar(c: Ctx) -> Result<Response, Fail> {
         ));
     }
     let bytes = tokio::fs::read(&path).await.map_err(file_fail)?;
+    image_answer(bytes, mime)
+}
+
+fn image_answer(bytes: Vec<u8>, mime: &'static str) -> Result<Response, Fail> {
     Response::builder()
         .header(CONTENT_TYPE, mime)
         .header(CONTENT_LENGTH, bytes.len())
@@ -336,9 +347,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_avatar_file_is_served_to_any_user_and_a_missing_one_is_70() {
+    async fn an_avatar_file_is_served_to_any_user_and_without_one_the_initial() {
         let k = Kit::new();
-        assert_eq!(k.code("bob", "getAvatar", &[("username", "ann")]).await, 70);
+        let (status, headers, body) = k.get("/rest/getAvatar?u=bob&p=pw&c=kit&username=ann").await;
+        assert_eq!(status, 200);
+        assert_eq!(headers["content-type"], "image/png");
+        assert!(headers["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("max-age"));
+        assert_eq!(body.to_vec(), crate::cover::initial::png("ann").unwrap());
         assert_eq!(
             k.code("bob", "getAvatar", &[("username", "../x")]).await,
             70

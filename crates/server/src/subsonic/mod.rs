@@ -142,7 +142,9 @@ pub const METHODS: &[&str] = &[
 ];
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/rest/{method}", get(handle).post(handle))
+    Router::new()
+        .route("/rest/{method}", get(handle).post(handle))
+        .route(info::IMAGE_ROUTE, get(info::signed_image))
 }
 
 /// A Subsonic error: code and message.
@@ -203,8 +205,37 @@ impl Ctx {
         }
     }
 
+    /// A boolean parameter, the one reading of every boolean of the API
+    /// ([`parse_flag`]): `None` when absent or empty, `Fail(0)` for a
+    /// value that is not a boolean (never a guess).
+    pub fn flag(&self, name: &str) -> Result<Option<bool>, Fail> {
+        match self.p.nonempty(name) {
+            None => Ok(None),
+            Some(v) => parse_flag(v).map(Some).ok_or_else(|| {
+                Fail(
+                    0,
+                    format!("Parameter {name} must be true or false, not {v:?}"),
+                )
+            }),
+        }
+    }
+
     pub fn now(&self) -> i64 {
         self.state.now()
+    }
+}
+
+/// A Subsonic boolean as clients send it: `true`/`false` in any case
+/// (Python's `True`), `1`/`0`, `yes`/`no`; anything else is `None`.
+pub(crate) fn parse_flag(v: &str) -> Option<bool> {
+    let v = v.trim();
+    let is = |w: &str| v.eq_ignore_ascii_case(w);
+    if is("true") || is("1") || is("yes") {
+        Some(true)
+    } else if is("false") || is("0") || is("no") {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -255,7 +286,7 @@ async fn handle(
     // synchronous. A stream authenticated by apiKey or salted token skips
     // that hop (it was a saving when the check ran there too).
     let quick = matches!(method.as_str(), "stream" | "download")
-        && (p.get("apiKey").is_some() || (p.get("t").is_some() && p.get("s").is_some()));
+        && (p.get("apiKey").is_some() || (p.nonempty("t").is_some() && p.nonempty("s").is_some()));
     let st = state.clone();
     let fmt2 = fmt.clone();
     let m2 = method.clone();
@@ -341,7 +372,8 @@ async fn who(p: &Params, st: &AppState, ip: Option<std::net::IpAddr>) -> Result<
 fn has_credentials(p: &Params) -> bool {
     p.get("apiKey").is_some()
         || (p.get("u").is_some()
-            && (p.get("p").is_some() || (p.get("t").is_some() && p.get("s").is_some())))
+            && (p.nonempty("p").is_some()
+                || (p.nonempty("t").is_some() && p.nonempty("s").is_some())))
 }
 
 fn dispatch(method: &str, c: &mut Ctx) -> SyncResult {
@@ -433,6 +465,19 @@ fn dispatch(method: &str, c: &mut Ctx) -> SyncResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_boolean_is_read_in_any_case_and_as_1_0_yes_no_and_nothing_else_is_guessed() {
+        for t in ["true", "True", "TRUE", "1", "yes", "Yes", " true "] {
+            assert_eq!(parse_flag(t), Some(true), "{t:?}");
+        }
+        for f in ["false", "False", "FALSE", "0", "no", "NO"] {
+            assert_eq!(parse_flag(f), Some(false), "{f:?}");
+        }
+        for bad in ["", "t", "f", "on", "off", "2", "falsey", "nope"] {
+            assert_eq!(parse_flag(bad), None, "{bad:?}");
+        }
+    }
 
     /// The method names the matches of this file name: every arm that
     /// starts with a string.

@@ -208,8 +208,8 @@ pub(crate) fn update_playlist(c: &mut Ctx) -> SyncResult {
     if let Some(n) = c.p.get("comment") {
         p.comment = n.to_owned();
     }
-    if let Some(n) = c.p.nonempty("public") {
-        p.public = n == "true";
+    if let Some(v) = c.flag("public")? {
+        p.public = v;
     }
     let mut remove: Vec<usize> = Vec::new();
     for i in c.all("songIndexToRemove") {
@@ -282,4 +282,37 @@ pub(crate) fn now_playing(c: &mut Ctx) -> SyncResult {
         })
         .collect();
     Ok(Some(Node::new("nowPlaying").list("entry", entries)))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::subsonic::testkit::Kit;
+
+    #[tokio::test]
+    async fn a_playlist_is_made_public_by_any_spelling_of_true_and_a_non_boolean_is_refused() {
+        let k = Kit::new();
+        let r = k.ok("ann", "createPlaylist", &[("name", "mix")]).await;
+        let id = r["playlist"]["id"].as_str().unwrap().to_owned();
+        let call = |v: &'static str| {
+            let k = &k;
+            let id = id.clone();
+            async move {
+                k.api(
+                    "ann",
+                    "updatePlaylist",
+                    &[("playlistId", &id), ("public", v)],
+                )
+                .await
+            }
+        };
+        assert_eq!(call("True").await["status"], "ok");
+        let r = k.ok("ann", "getPlaylist", &[("id", &id)]).await;
+        assert_eq!(r["playlist"]["public"], true, "{r}");
+        assert_eq!(call("yes please").await["error"]["code"], 0);
+        let r = k.ok("ann", "getPlaylist", &[("id", &id)]).await;
+        assert_eq!(r["playlist"]["public"], true, "{r}");
+        assert_eq!(call("FALSE").await["status"], "ok");
+        let r = k.ok("ann", "getPlaylist", &[("id", &id)]).await;
+        assert_eq!(r["playlist"]["public"], false, "{r}");
+    }
 }

@@ -3,7 +3,9 @@
 //! reorder, delete, play), stars, and ratings from 1 to 5 (0 removes),
 //! through the one implementation Subsonic's `setRating` uses
 //! ([`crate::subsonic::rating`]): a song's rating is a library property,
-//! an album's or an artist's lives in the user data.
+//! an album's or an artist's lives in the user data. A song, album or
+//! artist outside the user's music folders is starred and rated as an
+//! unknown id is: 404.
 
 #![allow(
     clippy::result_large_err,
@@ -22,6 +24,7 @@ use super::extract::{Role, SmallJson, User};
 use super::library::{may_see, song_json};
 use super::{err, with_catalog};
 use crate::state::AppState;
+use crate::subsonic::access::Access;
 use crate::subsonic::rating::{self, RateError};
 use crate::userdata::{Playlist, UserData, UserDataError};
 
@@ -248,7 +251,9 @@ async fn star(
     SmallJson(f): SmallJson<StarForm>,
 ) -> Response {
     let cat = st.music.catalog(&st.db);
-    if cat.song(&f.id).is_none() && cat.album(&f.id).is_none() && cat.artist(&f.id).is_none() {
+    // What the user may not see is as unknown as what does not exist, as
+    // in the Subsonic API.
+    if !Access::of(&st, &user).sees_id(&cat, &f.id) {
         return err(StatusCode::NOT_FOUND, "no such song, album or artist");
     }
     let (id, on, now) = (f.id.clone(), f.on, st.now());
@@ -273,6 +278,9 @@ async fn rate(
     let (st2, rating) = (st.clone(), f.rating);
     let done = tokio::task::spawn_blocking(move || {
         let cat = st2.music.catalog(&st2.db);
+        if Access::of(&st2, &user).hides(&cat, &f.id) {
+            return Err(RateError::NotFound);
+        }
         rating::rate(&st2, &cat, &user, &f.id, i64::from(f.rating))
     })
     .await;
