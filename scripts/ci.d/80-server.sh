@@ -29,6 +29,7 @@ SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
     "$ROOT/tests/interop/test_subsonic_lists.py" \
     "$ROOT/tests/interop/test_covers.py" \
     "$ROOT/tests/interop/test_web_ui.py" \
+    "$ROOT/tests/interop/test_cors_browser.py" \
     "$ROOT/tests/interop/test_review_page.py" \
     "$ROOT/tests/interop/test_web_transcode.py" \
     "$ROOT/tests/interop/test_first_run.py" \
