@@ -316,7 +316,9 @@ pub(crate) async fn signed_image(
     {
         return not_found();
     }
-    crate::cover::answer(&st, id, Some(size), &headers)
+    // Anonymous: these requests share one user's part of the resize pool
+    // (at most half of it), so they cannot take every user's turn.
+    crate::cover::answer(&st, id, Some(size), &headers, "(signed image)")
         .await
         .unwrap_or_else(|_| not_found())
 }
