@@ -107,8 +107,17 @@ impl AppState {
     }
 }
 
-/// Whether the request comes from this machine without a proxy.
-fn is_local(ip: Option<IpAddr>, h: &HeaderMap) -> bool {
+/// Whether the request comes from this machine without a proxy: a
+/// loopback peer with no forwarding header, on a server with no trusted
+/// proxy configured. Where `[proxy] trusted` names one, a proxy on this
+/// machine that sets no header would make every visitor look local, so
+/// everyone gives the setup code.
+fn is_local(st: &AppState, ip: Option<IpAddr>, h: &HeaderMap) -> bool {
+    st.config.proxy.trusted.is_empty() && is_local_peer(ip, h)
+}
+
+/// A loopback peer with no forwarding header.
+fn is_local_peer(ip: Option<IpAddr>, h: &HeaderMap) -> bool {
     let proxied = ["x-forwarded-for", "x-real-ip", "forwarded"]
         .iter()
         .any(|n| h.contains_key(*n));
@@ -128,7 +137,7 @@ pub(super) async fn status(
     ClientIp(ip): ClientIp,
     h: HeaderMap,
 ) -> Response {
-    Json(json!({ "needed": no_users(&st), "local": is_local(ip, &h) })).into_response()
+    Json(json!({ "needed": no_users(&st), "local": is_local(&st, ip, &h) })).into_response()
 }
 
 #[derive(Deserialize)]
@@ -148,7 +157,7 @@ pub(super) async fn create(
     _: Csrf,
     SmallJson(form): SmallJson<SetupForm>,
 ) -> Response {
-    let local = is_local(ip, &h);
+    let local = is_local(&st, ip, &h);
     let st2 = st.clone();
     let made = tokio::task::spawn_blocking(move || {
         let _one = lock(&st2.first_run.claim);
@@ -232,9 +241,25 @@ mod tests {
         let none = HeaderMap::new();
         let mut fwd = HeaderMap::new();
         fwd.insert("x-forwarded-for", HeaderValue::from_static("203.0.113.5"));
-        assert!(is_local(lo, &none) && is_local(v6, &none));
-        assert!(!is_local(lan, &none));
-        assert!(!is_local(lo, &fwd), "a local proxy forwards strangers");
-        assert!(!is_local(None, &none));
+        assert!(is_local_peer(lo, &none) && is_local_peer(v6, &none));
+        assert!(!is_local_peer(lan, &none));
+        assert!(!is_local_peer(lo, &fwd), "a local proxy forwards strangers");
+        assert!(!is_local_peer(None, &none));
+    }
+
+    #[test]
+    fn with_a_trusted_proxy_configured_no_peer_is_local() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = AppState::in_dir(dir.path(), 0);
+        let lo: Option<IpAddr> = Some("127.0.0.1".parse().unwrap());
+        let none = HeaderMap::new();
+        assert!(is_local(&st, lo, &none));
+        let mut cfg = (*st.config).clone();
+        cfg.proxy.trusted = vec!["127.0.0.1".parse().unwrap()];
+        st.config = std::sync::Arc::new(cfg);
+        assert!(
+            !is_local(&st, lo, &none),
+            "a proxy on this machine that sets no header would make everyone local"
+        );
     }
 }
