@@ -83,7 +83,7 @@ pub fn check(state: &AppState, l: &Listen, timed: bool) -> Result<(), Ignored> {
 }
 
 /// Stores listens that passed [`check`]; returns once they are on disk
-/// and counted in their user's plays ([`crate::plays`]). The listens
+/// and counted in their user's plays (`crate::plays`). The listens
 /// move to a blocking thread and on to the library linker: nothing is
 /// copied.
 pub async fn store(state: &AppState, listens: Vec<Listen>) -> Result<Vec<Submitted>, AppendError> {

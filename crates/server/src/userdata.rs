@@ -6,7 +6,7 @@
 //! A file is rewritten whole on a change of its data (written to a
 //! temporary file, fsynced, renamed over the old one), so a crash leaves
 //! the old or the new state, never a mix; one user's change writes their
-//! file only, and waits for no other user's write ([`slot`]). A change
+//! file only, and waits for no other user's write (`slot`). A change
 //! another process made to a file (`spindle user privacy` beside a running
 //! server) is read back before the next change of it and before a setting
 //! is read. An older single `userdata.json` holding every user's data is

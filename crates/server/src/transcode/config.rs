@@ -38,7 +38,7 @@ pub const QUEUE: usize = 64;
 pub const QUEUE_TIMEOUT_SECS: u64 = 30;
 /// The window over which a live transcode's client must take a quarter of
 /// its bitrate, else the encode is stopped and its slot freed: 20
-/// seconds ([`super::ffmpeg::Pace`]).
+/// seconds ([`super::pace::Pace`]).
 pub const STALL_TIMEOUT_SECS: u64 = 20;
 /// The folder of the own cache, under the data dir.
 pub const CACHE_DIR: &str = "transcode-cache";
