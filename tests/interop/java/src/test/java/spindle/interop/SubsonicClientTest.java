@@ -426,12 +426,12 @@ class SubsonicClientTest {
         // attributes of those names, JAXB would leave them null.
         var info = client.browsing().getArtistInfo2(aurora.getId());
         assertNotNull(info.getBiography(), "artistInfo2 biography");
-        assertTrue(info.getLargeImageUrl() != null && info.getLargeImageUrl().contains("getCoverArt"),
+        assertTrue(info.getLargeImageUrl() != null && info.getLargeImageUrl().contains("/img/"),
                 "artistInfo2 largeImageUrl " + info.getLargeImageUrl());
         var ainfo = client.browsing().getAlbumInfo2(
                 client.browsing().getArtist(aurora.getId()).getAlbums().get(0).getId());
         assertNotNull(ainfo.getNotes(), "albumInfo notes");
-        assertTrue(ainfo.getSmallImageUrl() != null && ainfo.getSmallImageUrl().contains("getCoverArt"),
+        assertTrue(ainfo.getSmallImageUrl() != null && ainfo.getSmallImageUrl().contains("/img/"),
                 "albumInfo smallImageUrl " + ainfo.getSmallImageUrl());
         var me = client.users().getUser(user);
         assertEquals(user, me.getUsername());
