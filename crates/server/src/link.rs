@@ -30,6 +30,11 @@ pub(crate) struct Play {
     listen: Listen,
     plays: i64,
     entry: Option<u32>,
+    /// Whether the linker counts it in its user's plays
+    /// ([`crate::plays`]) once matched: a listen the scrobble path counted
+    /// already (a named entry) or a correction's (the user's plays are
+    /// built again) is not.
+    count: bool,
 }
 
 /// The library linker: a thread over batches of accepted listens (and of
@@ -37,21 +42,16 @@ pub(crate) struct Play {
 pub(crate) struct Linker(BatchWorker<Play>);
 
 impl Linker {
-    /// Queues accepted listens: one play each.
+    /// Queues accepted listens: one play each, counted in their users'
+    /// plays once matched.
     pub(crate) fn send(&self, fresh: Vec<Listen>) {
-        self.0.send(
-            fresh
-                .into_iter()
-                .map(|listen| Play {
-                    listen,
-                    plays: 1,
-                    entry: None,
-                })
-                .collect(),
-        );
+        self.send_songs(fresh.into_iter().map(|l| (l, None)).collect());
     }
 
-    /// Queues accepted listens of library entries the client named.
+    /// Queues accepted listens, some of library entries the client named.
+    /// Those were counted in their users' plays before the answer
+    /// ([`crate::scrobble::store_songs`]); the others are counted here,
+    /// once matched, so the request path does no library lookup.
     pub(crate) fn send_songs(&self, fresh: Vec<(Listen, Option<u32>)>) {
         self.0.send(
             fresh
@@ -59,6 +59,7 @@ impl Linker {
                 .map(|(listen, entry)| Play {
                     listen,
                     plays: 1,
+                    count: entry.is_none(),
                     entry,
                 })
                 .collect(),
@@ -72,11 +73,13 @@ impl Linker {
             listen: l.clone(),
             plays: -1,
             entry: None,
+            count: false,
         });
         let more = c.added.iter().map(|l| Play {
             listen: l.clone(),
             plays: 1,
             entry: None,
+            count: false,
         });
         self.0.send(less.chain(more).collect());
     }
@@ -92,13 +95,13 @@ impl Linker {
     }
 }
 
-/// Starts the linker of `db`.
-pub(crate) fn start(db: Arc<Db>) -> Linker {
+/// Starts the linker of `db`, counting users' plays in `users`.
+pub(crate) fn start(db: Arc<Db>, users: Arc<crate::plays::Plays>) -> Linker {
     Linker(BatchWorker::start(
         "spindle-link",
         "listens will not update play counts",
         move |batch: Vec<Play>| {
-            if let Err(e) = link(&db, &batch) {
+            if let Err(e) = link(&db, &users, &batch) {
                 tracing::error!("updating play counts in the library failed: {e}");
             }
         },
@@ -129,7 +132,11 @@ pub(crate) fn find_entry(lib: &spindle_store::Library, l: &Listen) -> Option<u32
     first(Coll::Intersection(base))
 }
 
-fn link(db: &Db, batch: &[Play]) -> Result<(), spindle_store::CommitError> {
+fn link(
+    db: &Db,
+    users: &crate::plays::Plays,
+    batch: &[Play],
+) -> Result<(), spindle_store::CommitError> {
     // entry → (plays to add, latest start)
     let mut bumps: HashMap<u32, (i64, i64)> = HashMap::new();
     let mut ops = Vec::new();
@@ -142,10 +149,12 @@ fn link(db: &Db, batch: &[Play]) -> Result<(), spindle_store::CommitError> {
         // gathers every listen sent while the last one was linked, and
         // imports and repeat plays name the same tracks many times.
         let mut found: HashMap<(&str, &str, &str, &str), Option<u32>> = HashMap::new();
+        let mut counted = Vec::new();
         for Play {
             listen: l,
             plays,
             entry,
+            count,
         } in batch
         {
             let key = (
@@ -159,6 +168,9 @@ fn link(db: &Db, batch: &[Play]) -> Result<(), spindle_store::CommitError> {
                 None => *found.entry(key).or_insert_with(|| find_entry(&lib, l)),
             };
             if let Some(id) = id {
+                if *count {
+                    counted.push((l.clone(), Some(id)));
+                }
                 let e = bumps.entry(id).or_insert((0, i64::MIN));
                 e.0 += plays;
                 if *plays > 0 {
@@ -166,6 +178,8 @@ fn link(db: &Db, batch: &[Play]) -> Result<(), spindle_store::CommitError> {
                 }
             }
         }
+        // Matched above: the users' plays take the entries as they are.
+        users.record(&lib, &counted);
         let server_only = SourcePref::parse(SOURCE);
         for (&id, &(n, last)) in &bumps {
             if n == 0 {

@@ -105,15 +105,23 @@ pub async fn store_songs(
     let st = state.clone();
     let out = tokio::task::spawn_blocking(move || {
         let out = st.listens.submit(&listens)?;
+        let lib = st.db.read();
+        // An entry the library no longer has is as good as none.
         let fresh: Vec<(Listen, Option<u32>)> = listens
             .into_iter()
             .zip(entries)
             .zip(&out)
             .filter(|(_, s)| **s == Submitted::Accepted)
-            .map(|(le, _)| le)
+            .map(|((l, e), _)| (l, e.filter(|&e| lib.contains(e))))
             .collect();
-        // Before the answer: the user reads their own plays at once.
-        st.plays.record(&st.db.read(), &fresh);
+        // Before the answer, the plays of entries the client named (a
+        // Subsonic scrobble): its user reads them in the next request.
+        // The others need a library lookup, which the linker makes once
+        // and then counts them (`link.rs`).
+        let named: Vec<(Listen, Option<u32>)> =
+            fresh.iter().filter(|(_, e)| e.is_some()).cloned().collect();
+        st.plays.record(&lib, &named);
+        drop(lib);
         Ok::<_, AppendError>((out, fresh))
     })
     .await;
@@ -191,9 +199,7 @@ impl AppState {
                 .collect();
             counts.added += fresh.len() as u64;
             counts.already += (chunk.len() - fresh.len()) as u64;
-            let songs: Vec<(Listen, Option<u32>)> =
-                fresh.iter().map(|l| (l.clone(), None)).collect();
-            self.plays.record(&self.db.read(), &songs);
+            // The linker counts them in their users' plays once matched.
             self.linker.send(fresh);
         }
         self.flush_library_links();

@@ -296,12 +296,12 @@ impl AppState {
         config: Config,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        let linker = Arc::new(crate::link::start(db.clone()));
         let plays = Arc::new(crate::plays::Plays::build(
             &listens,
             &db.read(),
             &accounts.user_names(),
         ));
+        let linker = Arc::new(crate::link::start(db.clone(), plays.clone()));
         let queries = Arc::new(crate::query_budget::QueryPool::new(config.query_time));
         let bodies = crate::body::Bodies::new(&config);
         let guard = Arc::new(crate::auth_guard::AuthGuard::new(
