@@ -136,6 +136,23 @@ fn may_read(st: &AppState, req: &Request, name: &str) -> bool {
     history_readable(&st.accounts, Some(&st.music), name, viewer.as_deref())
 }
 
+/// The checks of every read of `name`'s history: the rate limit, then
+/// [`may_read`]; the refusal as the answer to send.
+#[allow(
+    clippy::result_large_err,
+    reason = "the refusal is the answer, sent at once by the caller"
+)]
+fn history_read(st: &AppState, req: &Request, name: &str) -> Result<RateInfo, Response> {
+    let rate = rate_of(st, req);
+    if !rate.allowed {
+        return Err(error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate));
+    }
+    if !may_read(st, req, name) {
+        return Err(error(StatusCode::UNAUTHORIZED, PRIVATE, &rate));
+    }
+    Ok(rate)
+}
+
 async fn validate(State(st): State<AppState>, req: Request) -> Response {
     let rate = rate_of(&st, &req);
     if !rate.allowed {
@@ -363,13 +380,10 @@ fn listen_json(l: &Listen, playing_now: bool) -> Value {
 }
 
 async fn listens(State(st): State<AppState>, Path(name): Path<String>, req: Request) -> Response {
-    let rate = rate_of(&st, &req);
-    if !rate.allowed {
-        return error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate);
-    }
-    if !may_read(&st, &req, &name) {
-        return error(StatusCode::UNAUTHORIZED, PRIVATE, &rate);
-    }
+    let rate = match history_read(&st, &req, &name) {
+        Ok(rate) => rate,
+        Err(refused) => return refused,
+    };
     let q = Params::parse(req.uri().query(), b"");
     let num = |k: &str| q.get(k).map(|v| v.parse::<i64>());
     let (max_ts, min_ts, count) = match (num("max_ts"), num("min_ts"), num("count")) {
@@ -444,13 +458,10 @@ async fn playing_now(
     Path(name): Path<String>,
     req: Request,
 ) -> Response {
-    let rate = rate_of(&st, &req);
-    if !rate.allowed {
-        return error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate);
-    }
-    if !may_read(&st, &req, &name) {
-        return error(StatusCode::UNAUTHORIZED, PRIVATE, &rate);
-    }
+    let rate = match history_read(&st, &req, &name) {
+        Ok(rate) => rate,
+        Err(refused) => return refused,
+    };
     let np: Vec<Value> = st
         .now_playing(&name)
         .iter()
@@ -475,13 +486,10 @@ async fn listen_count(
     Path(name): Path<String>,
     req: Request,
 ) -> Response {
-    let rate = rate_of(&st, &req);
-    if !rate.allowed {
-        return error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate);
-    }
-    if !may_read(&st, &req, &name) {
-        return error(StatusCode::UNAUTHORIZED, PRIVATE, &rate);
-    }
+    let rate = match history_read(&st, &req, &name) {
+        Ok(rate) => rate,
+        Err(refused) => return refused,
+    };
     let count = st.listens.summary(&name).playcount;
     reply(StatusCode::OK, json!({"payload": {"count": count}}), &rate)
 }
