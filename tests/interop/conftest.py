@@ -175,3 +175,17 @@ def need_chromium():
     if not browser.chromium_binary():
         pytest.skip("chromium is not installed", allow_module_level=True)
     return browser
+
+
+@pytest.fixture(scope="module")
+def allow_loopback_services():
+    """For a module whose servers link and pull to each other on
+    127.0.0.1, which the outbound rule refuses unless an administrator
+    allows it: allows it as `[outbound] allow` would (docs/security.md)."""
+    old = os.environ.get("SPINDLE_OUTBOUND_ALLOW")
+    os.environ["SPINDLE_OUTBOUND_ALLOW"] = "127.0.0.1"
+    yield
+    if old is None:
+        os.environ.pop("SPINDLE_OUTBOUND_ALLOW", None)
+    else:
+        os.environ["SPINDLE_OUTBOUND_ALLOW"] = old

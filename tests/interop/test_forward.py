@@ -7,7 +7,6 @@ restarted once. Every play reaches B exactly once per service, in order,
 and now playing reaches B too."""
 
 import json
-import os
 import re
 import struct
 import subprocess
@@ -23,18 +22,8 @@ from conftest import BIN, Node, cli
 PASSWORD = "correct horse"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def allow_loopback_services():
-    """The servers here link and pull to each other on 127.0.0.1, which
-    the outbound rule refuses unless an administrator allows it: allow it
-    as `[outbound] allow` would (docs/security.md), for this module only."""
-    old = os.environ.get("SPINDLE_OUTBOUND_ALLOW")
-    os.environ["SPINDLE_OUTBOUND_ALLOW"] = "127.0.0.1"
-    yield
-    if old is None:
-        os.environ.pop("SPINDLE_OUTBOUND_ALLOW", None)
-    else:
-        os.environ["SPINDLE_OUTBOUND_ALLOW"] = old
+# The servers here link and pull to each other on 127.0.0.1 (conftest).
+pytestmark = pytest.mark.usefixtures("allow_loopback_services")
 
 
 def read_log(data_dir):

@@ -28,18 +28,8 @@ from conftest import BIN, cli
 PASSWORD = "correct horse"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def allow_loopback_services():
-    """The servers here link and pull to each other on 127.0.0.1, which
-    the outbound rule refuses unless an administrator allows it: allow it
-    as `[outbound] allow` would (docs/security.md), for this module only."""
-    old = os.environ.get("SPINDLE_OUTBOUND_ALLOW")
-    os.environ["SPINDLE_OUTBOUND_ALLOW"] = "127.0.0.1"
-    yield
-    if old is None:
-        os.environ.pop("SPINDLE_OUTBOUND_ALLOW", None)
-    else:
-        os.environ["SPINDLE_OUTBOUND_ALLOW"] = old
+# The servers here link and pull to each other on 127.0.0.1 (conftest).
+pytestmark = pytest.mark.usefixtures("allow_loopback_services")
 CSRF = {"X-Spindle-Csrf": "1"}
 T0 = int(time.time()) - 10 * 86400
 
