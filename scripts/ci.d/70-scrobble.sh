@@ -1,13 +1,14 @@
 # Scrobble server: real clients against a fresh `spindle serve` on a free
 # loopback port (pylast for Last.fm 2.0, liblistenbrainz for ListenBrainz,
 # py-sonic posting forms to the Subsonic `.view` URLs with Python booleans,
-# raw HTTP for Audioscrobbler 1.2 and the bad-input list), plus a tiny
+# raw HTTP for Audioscrobbler 1.2 and the bad-input list, a real Maloja
+# (malojaserver) as a forwarding target), plus a tiny
 # smoke run of `spindle bench scrobble` (Spindle only; Maloja is left to
 # the full benchmark, which is not run in CI).
 apt_install python3-venv
 [[ -x "$ROOT/.venv/bin/pip" ]] || python3 -m venv "$ROOT/.venv"
 missing=()
-for pkg in pylast liblistenbrainz pytest requests py-sonic; do
+for pkg in pylast liblistenbrainz pytest requests py-sonic malojaserver; do
     "$ROOT/.venv/bin/pip" show -q "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
