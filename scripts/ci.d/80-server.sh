@@ -19,6 +19,11 @@ if ((${#missing[@]})); then
     "$ROOT/.venv/bin/pip" install -q "${missing[@]}"
 fi
 release_build
+# subsonic-api from npm (pinned in tests/interop/js/package-lock.json), for
+# the Node tests below and the browser page of test_cors_browser.py.
+command -v node >/dev/null || apt_install nodejs
+command -v npm >/dev/null || apt_install npm
+[[ -d "$ROOT/tests/interop/js/node_modules" ]] || npm ci --prefix "$ROOT/tests/interop/js"
 # The Rust tests of these parts (accounts, shares, covers, the web UI,
 # settings, TLS, proxies, the Subsonic API) ran in stage 20-unit.
 SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
@@ -36,11 +41,8 @@ SPINDLE_SUBSONIC_TESTS=1 SPINDLE_BIN="$ROOT/target/release/spindle" \
     "$ROOT/tests/interop/test_accounts_cli.py" \
     "$ROOT/tests/interop/test_subsonic_userdata.py"
 # The same API through a second ecosystem's client library, subsonic-api
-# from npm (pinned in tests/interop/js/package-lock.json): the request
+# from npm: the request
 # sequences apps make, then every method in XML and by form POST.
-command -v node >/dev/null || apt_install nodejs
-command -v npm >/dev/null || apt_install npm
-[[ -d "$ROOT/tests/interop/js/node_modules" ]] || npm ci --prefix "$ROOT/tests/interop/js"
 SPINDLE_BIN="$ROOT/target/release/spindle" node --test "$ROOT/tests/interop/js/"
 # A third ecosystem: the Java client library net.beardbot:subsonic-client
 # from Maven Central (pinned in tests/interop/java/pom.xml), each answer
