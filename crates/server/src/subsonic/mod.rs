@@ -22,6 +22,7 @@ mod info;
 mod lists;
 mod lyrics;
 mod media;
+pub mod methods;
 mod misc;
 mod podcast;
 mod privacy;
@@ -48,98 +49,8 @@ use axum::Router;
 use crate::catalog::Catalog;
 use crate::params::Params;
 use crate::state::AppState;
+use methods::Run;
 use response::{Format, Node};
-
-/// Every method this server answers, as `dispatch` and `handle` match
-/// them (without `.view`); a unit test below reads the matches from this
-/// file and fails when a method is missing here, and the folder access
-/// test (`crates/server/tests/folder_access.rs`) walks every one of them.
-pub const METHODS: &[&str] = &[
-    "getOpenSubsonicExtensions",
-    "stream",
-    "download",
-    "getCoverArt",
-    "scrobble",
-    "getAvatar",
-    "ping",
-    "getLicense",
-    "getMusicFolders",
-    "getIndexes",
-    "getArtists",
-    "getArtist",
-    "getAlbum",
-    "getSong",
-    "getLyrics",
-    "getLyricsBySongId",
-    "getMusicDirectory",
-    "getGenres",
-    "getAlbumList2",
-    "getRandomSongs",
-    "search3",
-    "getAlbumList",
-    "search2",
-    "getStarred",
-    "getSongsByGenre",
-    "getTopSongs",
-    "getSimilarSongs",
-    "getSimilarSongs2",
-    "getArtistInfo",
-    "getArtistInfo2",
-    "getAlbumInfo",
-    "getAlbumInfo2",
-    "star",
-    "unstar",
-    "getStarred2",
-    "getPlaylists",
-    "getPlaylist",
-    "createPlaylist",
-    "updatePlaylist",
-    "deletePlaylist",
-    "getNowPlaying",
-    "getUser",
-    "getUsers",
-    "createUser",
-    "updateUser",
-    "deleteUser",
-    "changePassword",
-    "setRating",
-    "savePlayQueue",
-    "getPlayQueue",
-    "savePlayQueueByIndex",
-    "getPlayQueueByIndex",
-    "createBookmark",
-    "getBookmarks",
-    "deleteBookmark",
-    "getScanStatus",
-    "startScan",
-    "tokenInfo",
-    "getInternetRadioStations",
-    "createInternetRadioStation",
-    "updateInternetRadioStation",
-    "deleteInternetRadioStation",
-    "createShare",
-    "getShares",
-    "updateShare",
-    "deleteShare",
-    "getPodcasts",
-    "getNewestPodcasts",
-    "search",
-    "getVideos",
-    "getVideoInfo",
-    "getCaptions",
-    "hls.m3u8",
-    "hls",
-    "getChatMessages",
-    "addChatMessage",
-    // podcast::UNSUPPORTED
-    "createPodcastChannel",
-    "deletePodcastChannel",
-    "deletePodcastEpisode",
-    "downloadPodcastEpisode",
-    "refreshPodcasts",
-    "jukeboxControl",
-    "getPodcastEpisode",
-];
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -278,18 +189,19 @@ async fn handle(
     let method = method.strip_suffix(".view").unwrap_or(&method).to_owned();
     let head = parts.method == Method::HEAD;
 
-    if method == "getOpenSubsonicExtensions" {
-        return response::ok(Some(browse::extensions()), &fmt);
+    // An unknown method is answered so after authentication, as before.
+    let m = methods::find(&method);
+    if let Some(Run::Open(answer)) = m.map(|m| m.run) {
+        return response::ok(Some(answer()), &fmt);
     }
     // Authentication here (throttled; an Argon2 run waits on the hashing
     // pool), then the method on a blocking thread: the store is
     // synchronous. A stream authenticated by apiKey or salted token skips
     // that hop (it was a saving when the check ran there too).
-    let quick = matches!(method.as_str(), "stream" | "download")
+    let quick = matches!(m.map(|m| m.run), Some(Run::Stream { .. }))
         && (p.get("apiKey").is_some() || (p.nonempty("t").is_some() && p.nonempty("s").is_some()));
     let st = state.clone();
     let fmt2 = fmt.clone();
-    let m2 = method.clone();
     let authed = match early_user {
         Some(u) => Ok(u),
         // Logged in by a trusted single-sign-on proxy (crate::proxy).
@@ -319,15 +231,16 @@ async fn handle(
             host,
             cat: None,
         };
-        let r = match m2.as_str() {
-            "stream" | "download" | "getCoverArt" | "scrobble" => {
-                access::gate(&mut ctx, &m2)?;
-                return Ok(Err(ctx));
-            }
-            "getAvatar" => return Ok(Err(ctx)),
-            _ => dispatch(&m2, &mut ctx),
+        let Some(m) = m else {
+            return Ok(Ok(Err(Fail(0, format!("Unknown method: {method}")))));
         };
-        Ok(Ok(r))
+        if m.grant == methods::Grant::Gate {
+            access::gate(&mut ctx, m.name)?;
+        }
+        Ok(match m.run {
+            Run::Sync(f) => Ok(f(&mut ctx)),
+            _ => Err(ctx),
+        })
     };
     let outcome = if quick {
         Ok(run())
@@ -340,13 +253,14 @@ async fn handle(
         Ok(Ok(Ok(Ok(body)))) => response::ok(body, &fmt2),
         Ok(Ok(Ok(Err(Fail(code, msg))))) => response::error(code, &msg, &fmt2),
         Ok(Ok(Err(ctx))) => {
-            let r = match method.as_str() {
-                "stream" | "download" => {
-                    media::stream(ctx, &parts.headers, head, method == "download").await
+            let r = match m.map(|m| m.run) {
+                Some(Run::Stream { download }) => {
+                    media::stream(ctx, &parts.headers, head, download).await
                 }
-                "getCoverArt" => cover::cover_art(ctx, &parts.headers).await,
-                "getAvatar" => misc::avatar(ctx).await,
-                _ => media::scrobble(ctx).await,
+                Some(Run::Cover) => cover::cover_art(ctx, &parts.headers).await,
+                Some(Run::Avatar) => misc::avatar(ctx).await,
+                Some(Run::Scrobble) => media::scrobble(ctx).await,
+                _ => Err(Fail(0, "The request failed inside the server".into())),
             };
             match r {
                 Ok(resp) => resp,
@@ -376,92 +290,6 @@ fn has_credentials(p: &Params) -> bool {
                 || (p.nonempty("t").is_some() && p.nonempty("s").is_some())))
 }
 
-fn dispatch(method: &str, c: &mut Ctx) -> SyncResult {
-    match method {
-        "ping" => Ok(None),
-        "getLicense" => Ok(Some(
-            Node::new("license")
-                .b("valid", true)
-                .s("email", "")
-                .s("licenseExpires", "2099-12-31T00:00:00.000Z"),
-        )),
-        "getMusicFolders" => browse::music_folders(c),
-        "getIndexes" => folders::indexes(c),
-        "getArtists" => browse::artists(c),
-        "getArtist" => browse::artist(c),
-        "getAlbum" => browse::album(c),
-        "getSong" => browse::song(c),
-        "getLyrics" => lyrics::get_lyrics(c),
-        "getLyricsBySongId" => lyrics::get_lyrics_by_song_id(c),
-        "getMusicDirectory" => folders::directory(c),
-        "getGenres" => browse::genres(c),
-        "getAlbumList2" => lists::album_list2(c),
-        "getRandomSongs" => lists::random_songs(c),
-        "search3" => lists::search3(c),
-        "getAlbumList" => lists::album_list(c),
-        "search2" => lists::search2(c),
-        "getStarred" => lists::starred(c),
-        "getSongsByGenre" => lists::songs_by_genre(c),
-        "getTopSongs" => info::top_songs(c),
-        "getSimilarSongs" => info::similar_songs1(c),
-        "getSimilarSongs2" => info::similar_songs2(c),
-        "getArtistInfo" => info::artist_info1(c),
-        "getArtistInfo2" => info::artist_info2(c),
-        "getAlbumInfo" | "getAlbumInfo2" => info::album_info1(c),
-        "star" => user::star(c, true),
-        "unstar" => user::star(c, false),
-        "getStarred2" => user::starred2(c),
-        "getPlaylist" if file_playlists::is_file_id(c.p.get("id")) => file_playlists::playlist(c),
-        "updatePlaylist" if file_playlists::is_file_id(c.p.get("playlistId")) => {
-            file_playlists::refuse_change(c)
-        }
-        "deletePlaylist" if file_playlists::is_file_id(c.p.get("id")) => {
-            file_playlists::refuse_change(c)
-        }
-        "getPlaylists" => user::playlists(c),
-        "getPlaylist" => user::playlist(c),
-        "createPlaylist" => user::create_playlist(c),
-        "updatePlaylist" => user::update_playlist(c),
-        "deletePlaylist" => user::delete_playlist(c),
-        "getNowPlaying" => user::now_playing(c),
-        "getUser" => admin::get_user(c),
-        "getUsers" => admin::get_users(c),
-        "createUser" => admin::create_user(c),
-        "updateUser" => admin::update_user(c),
-        "deleteUser" => admin::delete_user(c),
-        "changePassword" => admin::change_password(c),
-        "setRating" => rating::set_rating(c),
-        "savePlayQueue" => queue::save_play_queue(c),
-        "getPlayQueue" => queue::get_play_queue(c),
-        "savePlayQueueByIndex" => queue::save_play_queue_by_index(c),
-        "getPlayQueueByIndex" => queue::get_play_queue_by_index(c),
-        "createBookmark" => queue::create_bookmark(c),
-        "getBookmarks" => queue::get_bookmarks(c),
-        "deleteBookmark" => queue::delete_bookmark(c),
-        "getScanStatus" => scan::get_scan_status(c),
-        "startScan" => scan::start_scan(c),
-        "tokenInfo" => auth::token_info(c),
-        "getInternetRadioStations" => radio::stations(c),
-        "createInternetRadioStation" => radio::create(c),
-        "updateInternetRadioStation" => radio::update(c),
-        "deleteInternetRadioStation" => radio::delete(c),
-        "createShare" => shares::create(c),
-        "getShares" => shares::list(c),
-        "updateShare" => shares::update(c),
-        "deleteShare" => shares::delete(c),
-        "getPodcasts" => podcast::podcasts(c),
-        "getNewestPodcasts" => podcast::newest_podcasts(c),
-        "search" => misc::search(c),
-        "getVideos" => misc::videos(c),
-        "getVideoInfo" | "getCaptions" => misc::no_video(c),
-        "hls.m3u8" | "hls" => misc::hls(c),
-        "getChatMessages" => misc::chat_messages(c),
-        "addChatMessage" => misc::add_chat_message(c),
-        m if podcast::UNSUPPORTED.contains(&m) => podcast::unsupported(m),
-        _ => Err(Fail(0, format!("Unknown method: {method}"))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,56 +304,6 @@ mod tests {
         }
         for bad in ["", "t", "f", "on", "off", "2", "falsey", "nope"] {
             assert_eq!(parse_flag(bad), None, "{bad:?}");
-        }
-    }
-
-    /// The method names the matches of this file name: every arm that
-    /// starts with a string.
-    fn matched() -> std::collections::BTreeSet<String> {
-        let src = include_str!("mod.rs");
-        let code = src.split("#[cfg(test)]\nmod tests").next().unwrap_or(src);
-        let mut out = std::collections::BTreeSet::new();
-        for line in code.lines().map(str::trim) {
-            let Some(pattern) = line.split("=>").next().filter(|_| line.contains("=>")) else {
-                continue;
-            };
-            if !pattern.starts_with('"') {
-                continue;
-            }
-            let pattern = pattern.split(" if ").next().unwrap_or(pattern);
-            out.extend(
-                pattern
-                    .split('|')
-                    .map(|p| p.trim().trim_matches('"').to_owned()),
-            );
-        }
-        out
-    }
-
-    #[test]
-    fn every_matched_method_is_in_the_list_of_methods() {
-        let found = matched();
-        assert!(
-            found.contains("getAlbumList2") && found.contains("stream"),
-            "{found:?}"
-        );
-        let missing: Vec<&String> = found
-            .iter()
-            .filter(|m| !METHODS.contains(&m.as_str()))
-            .collect();
-        assert!(missing.is_empty(), "add to METHODS: {missing:?}");
-        for m in podcast::UNSUPPORTED {
-            assert!(METHODS.contains(&m), "add to METHODS: {m}");
-        }
-        let mut seen = std::collections::HashSet::new();
-        for m in METHODS {
-            assert!(seen.insert(m), "{m} is twice in METHODS");
-            assert!(
-                found.contains(*m)
-                    || podcast::UNSUPPORTED.contains(m)
-                    || *m == "getOpenSubsonicExtensions",
-                "{m} is in METHODS but no match answers it"
-            );
         }
     }
 }

@@ -7,17 +7,6 @@
 use super::response::Node;
 use super::{not_found, Ctx, Fail, SyncResult};
 
-/// The podcast and jukebox methods that change or play something.
-pub(crate) const UNSUPPORTED: [&str; 7] = [
-    "createPodcastChannel",
-    "deletePodcastChannel",
-    "deletePodcastEpisode",
-    "downloadPodcastEpisode",
-    "refreshPodcasts",
-    "jukeboxControl",
-    "getPodcastEpisode",
-];
-
 pub(crate) fn podcasts(_c: &mut Ctx) -> SyncResult {
     Ok(Some(Node::new("podcasts").list("channel", Vec::new())))
 }
