@@ -41,7 +41,7 @@ impl Listens {
     ) -> Result<Corrected, CorrectionError> {
         what.check_limits(user).map_err(AppendError::from)?;
         self.index().check(user, &what)?;
-        self.log.upgrade()?;
+        self.log.upgrade(crate::log::VERSION_CORRECTIONS)?;
         let mut record = Vec::new();
         encode_fix(user, when, &what, &mut record);
         let id = self.log.append_at(&record)?;
@@ -107,7 +107,7 @@ impl Listens {
     pub fn undo(&self, user: &str, id: u64, when: i64) -> Result<Corrected, CorrectionError> {
         crate::limits::check_love_limits(user, "", "").map_err(AppendError::from)?;
         self.index().check_undo(user, id)?;
-        self.log.upgrade()?;
+        self.log.upgrade(crate::log::VERSION_CORRECTIONS)?;
         let mut record = Vec::new();
         encode_unfix(user, when, id, &mut record);
         self.log.append(&record)?;
@@ -406,6 +406,11 @@ mod tests {
                     let mut listen = l(ts, &pick(&mut next, &names), &pick(&mut next, &titles), "");
                     if next(2) == 0 {
                         listen.album = pick(&mut next, &["Arrival", "Help!"]);
+                    }
+                    if next(3) == 0 {
+                        // Credited to several (merges reach them too).
+                        let also = pick(&mut next, &names);
+                        listen.credit([listen.artist.clone(), also]);
                     }
                     st.submit(&[listen]).unwrap();
                 }

@@ -42,7 +42,7 @@ pub enum AppendError {
     Poisoned(String),
     /// A field over its limit (see [`crate::limits`]); nothing of the
     /// call was written. Sending the same thing again fails again.
-    #[error("refused: the {field} is {len} bytes long, more than the {max} bytes a listen may hold; shorten it and send it again (nothing of this submission was stored)")]
+    #[error("refused: {}; shorten it and send it again (nothing of this submission was stored)", crate::limits::describe(.field, *.len, *.max))]
     TooLarge {
         field: &'static str,
         len: usize,

@@ -4,7 +4,9 @@
 //! that gives fuzzed records valid checksums so the fuzzer gets past them
 //! to the decoder behind.
 
-use crate::log::{self, ReadError, HEADER_LEN, MAGIC, VERSION_1};
+use crate::log::{
+    self, ReadError, HEADER_LEN, MAGIC, VERSION_1, VERSION_CORRECTIONS, VERSION_CREDITS,
+};
 use crate::model::Event;
 
 /// What [`read_log`] found in a log file.
@@ -42,19 +44,33 @@ pub fn read_log(bytes: &[u8]) -> Result<LogSummary, Refused> {
     }
 }
 
-/// A valid log header, as a new log has it (version 1 until its first
-/// correction; version 2 reads the same).
+/// A valid log header, as a new log has it (version 1 until a record
+/// needs a newer one; versions 2 and 3 read the same).
 pub fn log_header() -> Vec<u8> {
+    header(VERSION_1)
+}
+
+fn header(version: u32) -> Vec<u8> {
     let mut h = Vec::with_capacity(HEADER_LEN as usize);
     h.extend_from_slice(MAGIC);
-    h.extend_from_slice(&VERSION_1.to_le_bytes());
+    h.extend_from_slice(&version.to_le_bytes());
     h.extend_from_slice(&0u32.to_le_bytes());
     h
 }
 
-/// A complete log: the header, then each event as one record.
+/// A complete log as the store writes it: the header, with the oldest
+/// version that holds every event, then each event as one record.
 pub fn encode_log(events: &[Event]) -> Vec<u8> {
-    let mut out = log_header();
+    let version = events
+        .iter()
+        .map(|e| match e {
+            Event::Listen(l) if l.artists.len() >= 2 => VERSION_CREDITS,
+            Event::Listen(_) | Event::Love { .. } => VERSION_1,
+            Event::Correct { .. } | Event::Undo { .. } => VERSION_CORRECTIONS,
+        })
+        .max()
+        .unwrap_or(VERSION_1);
+    let mut out = header(version);
     for e in events {
         e.encode(&mut out);
     }

@@ -118,6 +118,41 @@ pub(crate) struct Rec {
     client: u32,
     duration: u32,
     track_number: u32,
+    /// The credited artists: an index into [`Index::credits`], or
+    /// [`NO_CREDITS`] for a listen credited to `artist` alone.
+    credits: u32,
+}
+
+/// [`Rec::credits`] of a listen without a list of credited artists.
+pub(crate) const NO_CREDITS: u32 = u32::MAX;
+
+/// Lists of credited artists (the ids of their names as given),
+/// interned: equal lists have one id, so records compare by it.
+#[derive(Default)]
+pub(crate) struct CreditLists {
+    ids: HashMap<Box<[u32]>, u32>,
+    lists: Vec<Box<[u32]>>,
+}
+
+impl CreditLists {
+    /// The id of a list of at least two names; [`NO_CREDITS`] for fewer.
+    pub(crate) fn id(&mut self, names: &[u32]) -> u32 {
+        if names.len() < 2 {
+            return NO_CREDITS;
+        }
+        if let Some(&i) = self.ids.get(names) {
+            return i;
+        }
+        let i = self.lists.len() as u32;
+        self.lists.push(names.into());
+        self.ids.insert(names.into(), i);
+        i
+    }
+
+    /// The names of list `id`; empty for [`NO_CREDITS`].
+    pub(crate) fn get(&self, id: u32) -> &[u32] {
+        self.lists.get(id as usize).map_or(&[], |l| l)
+    }
 }
 
 /// Chart keys are normalised names; `display` keeps the first spelling seen.
@@ -127,15 +162,20 @@ type PairK = (u32, u32);
 #[derive(Default)]
 struct Counts {
     listens: u32,
+    /// Once per listen for each artist it is credited to.
     artists: IdMap<ArtistK, u32>,
     albums: IdMap<PairK, u32>,
     tracks: IdMap<PairK, u32>,
 }
 
 impl Counts {
-    fn add(&mut self, a: ArtistK, al: Option<PairK>, t: PairK) {
+    /// Counts a listen credited to `artists` (distinct), of album `al`
+    /// and track `t`.
+    fn add(&mut self, artists: &[ArtistK], al: Option<PairK>, t: PairK) {
         self.listens += 1;
-        *self.artists.entry(a).or_default() += 1;
+        for &a in artists {
+            *self.artists.entry(a).or_default() += 1;
+        }
         if let Some(al) = al {
             *self.albums.entry(al).or_default() += 1;
         }
@@ -144,7 +184,7 @@ impl Counts {
 
     /// Takes back one [`Counts::add`] of the same keys; a key whose count
     /// reaches 0 is gone (the charts' totals count keys).
-    fn sub(&mut self, a: ArtistK, al: Option<PairK>, t: PairK) {
+    fn sub(&mut self, artists: &[ArtistK], al: Option<PairK>, t: PairK) {
         fn dec<K: std::hash::Hash + Eq>(m: &mut IdMap<K, u32>, k: K) {
             if let Some(n) = m.get_mut(&k) {
                 *n = n.saturating_sub(1);
@@ -154,7 +194,9 @@ impl Counts {
             }
         }
         self.listens = self.listens.saturating_sub(1);
-        dec(&mut self.artists, a);
+        for &a in artists {
+            dec(&mut self.artists, a);
+        }
         if let Some(al) = al {
             dec(&mut self.albums, al);
         }
@@ -182,6 +224,7 @@ struct UserIdx {
 #[derive(Default)]
 pub(crate) struct Index {
     pub(crate) strs: Interner,
+    credits: CreditLists,
     recs: Vec<Rec>,
     users: IdMap<u32, UserIdx>,
     display: IdMap<u32, u32>,
@@ -329,6 +372,25 @@ impl Index {
             album_shown = Some(shown);
             (al, id)
         });
+        // The artist chart's keys: each credited artist, once.
+        let mut many = Vec::new();
+        let mut credits = NO_CREDITS;
+        if l.artists.is_list() {
+            let mut raw = Vec::with_capacity(l.artists.len());
+            for name in l.artists.iter() {
+                let id = self.norm_id(&normalise(name), name);
+                if !many.contains(&id) {
+                    many.push(id);
+                }
+                raw.push(self.strs.id(name));
+            }
+            credits = self.credits.id(&raw);
+        }
+        let artists: &[u32] = if many.is_empty() {
+            std::slice::from_ref(&a)
+        } else {
+            &many
+        };
         let artist = self.raw_id(l.artist, a_shown, 1);
         let title = self.raw_id(l.title, t_shown, 2);
         let album_raw = match album_shown {
@@ -347,6 +409,7 @@ impl Index {
             client: self.strs.id_memo(l.client, m_client),
             duration: l.duration,
             track_number: l.track_number,
+            credits,
         };
         let idx = self.recs.len() as u32;
         self.recs.push(rec);
@@ -360,11 +423,11 @@ impl Index {
         }
         let u = self.users.entry(user).or_default();
         u.by_time.insert((l.timestamp, idx));
-        u.total.add(a, album, (a, t));
+        u.total.add(artists, album, (a, t));
         u.days
             .entry(l.timestamp.div_euclid(DAY))
             .or_default()
-            .add(a, album, (a, t));
+            .add(artists, album, (a, t));
     }
 
     pub(crate) fn love(&mut self, user: &str, artist: &str, title: &str, ts: i64, loved: bool) {
@@ -403,6 +466,7 @@ impl Index {
             user: s(r.user),
             timestamp: r.ts,
             artist: s(r.artist),
+            artists: self.credits.get(r.credits).iter().map(|&i| s(i)).collect(),
             title: s(r.title),
             album: s(r.album),
             album_artist: s(r.album_artist),
@@ -503,11 +567,11 @@ impl Index {
                 let mut from_recs = |a: i64, b: i64| {
                     for &(_, i) in u.by_time.range((a, 0)..=(b, u32::MAX)) {
                         if let Some(r) = self.view(u, i) {
-                            if let Some(k) = self.chart_key(r, kind) {
+                            self.chart_keys(r, kind, |k| {
                                 if keep(&k) {
                                     *acc.entry(k).or_default() += 1;
                                 }
-                            }
+                            });
                         }
                     }
                 };
@@ -568,22 +632,45 @@ impl Index {
         Chart { rows, total }
     }
 
-    fn chart_key(&self, r: &Rec, kind: ChartKind) -> Option<(u32, u32)> {
+    /// Calls `f` with each key listen `r` counts under in a chart of
+    /// `kind`: one per credited artist for artists, one (or none, without
+    /// an album) for the others.
+    fn chart_keys(&self, r: &Rec, kind: ChartKind, mut f: impl FnMut((u32, u32))) {
         let n = |i: u32| self.strs.get(&normalise(self.strs.str(i)));
-        let a = n(r.artist)?;
+        let Some(a) = n(r.artist) else {
+            return;
+        };
         match kind {
-            ChartKind::Artists => Some((a, a)),
-            ChartKind::Tracks => Some((a, n(r.title)?)),
+            ChartKind::Artists => {
+                let credited = self.credits.get(r.credits);
+                if credited.is_empty() {
+                    return f((a, a));
+                }
+                let mut done = Vec::with_capacity(credited.len());
+                for c in credited.iter().filter_map(|&c| n(c)) {
+                    if !done.contains(&c) {
+                        done.push(c);
+                        f((c, c));
+                    }
+                }
+            }
+            ChartKind::Tracks => {
+                if let Some(t) = n(r.title) {
+                    f((a, t));
+                }
+            }
             ChartKind::Albums => {
                 if self.strs.str(r.album).trim().is_empty() {
-                    return None;
+                    return;
                 }
                 let aa = if self.strs.str(r.album_artist).trim().is_empty() {
-                    a
+                    Some(a)
                 } else {
-                    n(r.album_artist)?
+                    n(r.album_artist)
                 };
-                Some((aa, n(r.album)?))
+                if let (Some(aa), Some(al)) = (aa, n(r.album)) {
+                    f((aa, al));
+                }
             }
         }
     }

@@ -26,6 +26,18 @@ pub const MAX_MBID: usize = 64;
 pub const MAX_CLIENT: usize = 256;
 /// User names, at most 64 bytes: the longest name an account may have.
 pub const MAX_USER: usize = 64;
+/// Credited artists of one listen ([`Listen::artists`]), at most 32: a
+/// band with its guests, a work's soloists; each name within
+/// [`MAX_ARTIST`].
+pub const MAX_CREDITED_ARTISTS: usize = 32;
+/// The credited artists' names of one listen together, at most 8 KiB, so
+/// the largest listen stays a small record (32 names at the artist limit
+/// would not).
+pub const MAX_CREDITS_BYTES: usize = 8192;
+
+/// The field a [`LimitError`] names when a listen has more than
+/// [`MAX_CREDITED_ARTISTS`] (a count, not a length).
+pub const CREDITS_COUNT: &str = "number of credited artists";
 
 /// The largest record payload a listen within the limits encodes to: the
 /// kind byte, timestamp, duration and track number, and seven strings
@@ -43,13 +55,30 @@ pub const MAX_LISTEN_PAYLOAD: usize = 1
     + MAX_MBID
     + MAX_CLIENT;
 
+/// The largest record payload a listen with credited artists (kind 8)
+/// within the limits encodes to: [`MAX_LISTEN_PAYLOAD`], the count, and
+/// the names with their u32 lengths.
+pub const MAX_CREDITED_LISTEN_PAYLOAD: usize =
+    MAX_LISTEN_PAYLOAD + 4 + MAX_CREDITED_ARTISTS * 4 + MAX_CREDITS_BYTES;
+
 // The largest listen must stay far below the reader's record limit, so
 // that no listen the limits let through can ever read as damage.
 const _: () = assert!(MAX_LISTEN_PAYLOAD * 64 <= crate::log::MAX_RECORD as usize);
+const _: () = assert!(MAX_CREDITED_LISTEN_PAYLOAD * 64 <= crate::log::MAX_RECORD as usize);
+
+/// What a [`LimitError`] says: a length in bytes, or for
+/// [`CREDITS_COUNT`] a number of names.
+pub(crate) fn describe(field: &str, len: usize, max: usize) -> String {
+    if field == CREDITS_COUNT {
+        format!("the {field} is {len}, more than the {max} a listen may hold")
+    } else {
+        format!("the {field} is {len} bytes long, more than the {max} bytes a listen may hold")
+    }
+}
 
 /// A field longer than its limit; nothing was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the {field} is {len} bytes long, more than the {max} bytes a listen may hold; shorten it and send it again")]
+#[error("{}; shorten it and send it again", describe(.field, *.len, *.max))]
 pub struct LimitError {
     /// The field's name as the log format names it (`artist`, `title`, …).
     pub field: &'static str,
@@ -85,7 +114,30 @@ impl ListenRef<'_> {
         field("album", self.album, MAX_ALBUM)?;
         field("album artist", self.album_artist, MAX_ALBUM_ARTIST)?;
         field("MusicBrainz id", self.mbid, MAX_MBID)?;
-        field("client name", self.client, MAX_CLIENT)
+        field("client name", self.client, MAX_CLIENT)?;
+        if self.artists.is_list() {
+            let n = self.artists.len();
+            if n > MAX_CREDITED_ARTISTS {
+                return Err(LimitError {
+                    field: CREDITS_COUNT,
+                    len: n,
+                    max: MAX_CREDITED_ARTISTS,
+                });
+            }
+            let mut total = 0;
+            for a in self.artists.iter() {
+                field("credited artist", a, MAX_ARTIST)?;
+                total += a.len();
+            }
+            if total > MAX_CREDITS_BYTES {
+                return Err(LimitError {
+                    field: "list of credited artists",
+                    len: total,
+                    max: MAX_CREDITS_BYTES,
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -106,6 +158,7 @@ mod tests {
             user: "u".repeat(MAX_USER),
             timestamp: i64::MIN,
             artist: "é".repeat(MAX_ARTIST / 2),
+            artists: Vec::new(),
             title: "t".repeat(MAX_TITLE),
             album: "a".repeat(MAX_ALBUM),
             album_artist: "b".repeat(MAX_ALBUM_ARTIST),
@@ -148,5 +201,56 @@ mod tests {
         assert!(check_love_limits("u", &"a".repeat(MAX_ARTIST), "t").is_ok());
         let e = check_love_limits("u", "a", &"t".repeat(MAX_TITLE + 1)).unwrap_err();
         assert_eq!((e.field, e.len), ("title", MAX_TITLE + 1));
+    }
+
+    /// [`at_max`] with the most credited artists, their names together
+    /// at their limit.
+    fn credited_at_max() -> Listen {
+        let mut l = at_max();
+        let each = MAX_CREDITS_BYTES / MAX_CREDITED_ARTISTS;
+        l.artists = (0..MAX_CREDITED_ARTISTS)
+            .map(|i| format!("{i:0>each$}"))
+            .collect();
+        l
+    }
+
+    #[test]
+    fn a_credited_listen_at_every_limit_passes_and_encodes_to_the_largest_payload() {
+        let l = credited_at_max();
+        assert_eq!(l.check_limits(), Ok(()));
+        let mut b = Vec::new();
+        encode_listen(&l.as_ref(), &mut b);
+        assert_eq!(b.len() - 8, MAX_CREDITED_LISTEN_PAYLOAD);
+        assert_eq!(MAX_CREDITED_LISTEN_PAYLOAD, 12_849);
+    }
+
+    #[test]
+    fn too_many_credited_artists_or_names_too_long_are_refused() {
+        let mut l = credited_at_max();
+        l.artists.push("x".into());
+        let e = l.check_limits().unwrap_err();
+        assert_eq!(
+            (e.field, e.len, e.max),
+            (
+                CREDITS_COUNT,
+                MAX_CREDITED_ARTISTS + 1,
+                MAX_CREDITED_ARTISTS
+            )
+        );
+        assert!(e.to_string().contains("is 33, more than the 32"), "{e}");
+        let mut l = credited_at_max();
+        l.artists[3].push('x');
+        let e = l.check_limits().unwrap_err();
+        assert_eq!(
+            (e.field, e.len),
+            ("list of credited artists", MAX_CREDITS_BYTES + 1)
+        );
+        let mut l = at_max();
+        l.artists = vec!["a".into(), "b".repeat(MAX_ARTIST + 1)];
+        let e = l.check_limits().unwrap_err();
+        assert_eq!((e.field, e.len), ("credited artist", MAX_ARTIST + 1));
+        // A single name is no list: not checked, not stored.
+        l.artists = vec!["b".repeat(MAX_ARTIST + 1)];
+        assert_eq!(l.check_limits(), Ok(()));
     }
 }

@@ -16,15 +16,21 @@ use crate::error::{AppendError, OpenError};
 use crate::model::EventRef;
 
 pub(crate) const MAGIC: &[u8; 8] = b"SPNDLSTN";
-/// The format version this build writes in a new log's header: 2, whose
-/// records may include corrections (kinds 4 to 7). A version 1 log (only
-/// listens and loves) is read as it is and rewritten as version 2 just
-/// before its first correction, so an older Spindle, which knows only
-/// version 1, refuses it by its version instead of taking the new records
-/// for damage.
-pub(crate) const VERSION: u32 = 2;
+/// The newest format version this build reads and writes: 3. A new log
+/// is written as version 1 (listens and loves); its header is rewritten
+/// in place to the version the first record needing a newer one needs
+/// ([`EventRef::version`]), just before that record is appended: 2 for a
+/// correction (kinds 4 to 7), 3 for a listen with credited artists (kind
+/// 8). So a log holds the lowest version that reads it, an older
+/// Spindle opens every log it can read, and refuses the others by their
+/// version instead of taking the new records for damage.
+pub(crate) const VERSION: u32 = 3;
 /// The first version: listens and love events only.
 pub(crate) const VERSION_1: u32 = 1;
+/// The version that added corrections (kinds 4 to 7).
+pub(crate) const VERSION_CORRECTIONS: u32 = 2;
+/// The version that added listens with credited artists (kind 8).
+pub(crate) const VERSION_CREDITS: u32 = 3;
 pub(crate) const HEADER_LEN: u64 = 16;
 /// A record larger than this is taken as damage, not data; the writer
 /// never appends one (see [`crate::limits`] and [`GroupLog::append`]).
@@ -205,19 +211,19 @@ impl GroupLog {
         Ok(log)
     }
 
-    /// Makes the header say [`VERSION`] (a version 1 log's is rewritten
-    /// in place and fsynced) before a record only version 2 knows is
-    /// appended.
-    pub(crate) fn upgrade(&self) -> Result<(), AppendError> {
+    /// Makes the header say at least version `to` (an older log's is
+    /// rewritten in place and fsynced) before a record only version `to`
+    /// knows is appended. A log at `to` or newer is left alone.
+    pub(crate) fn upgrade(&self, to: u32) -> Result<(), AppendError> {
         let mut v = lock(&self.version);
-        if *v == VERSION {
+        if *v >= to {
             return Ok(());
         }
         let f = lock(&self.file);
-        f.write_all_at(&VERSION.to_le_bytes(), 8)
+        f.write_all_at(&to.to_le_bytes(), 8)
             .and_then(|()| f.sync_data())
             .map_err(|e| AppendError::Io(format!("upgrading the log's header: {e}")))?;
-        *v = VERSION;
+        *v = to;
         Ok(())
     }
 

@@ -9,7 +9,16 @@ pub struct Listen {
     pub user: String,
     /// When the track started playing, UNIX seconds (UTC).
     pub timestamp: i64,
+    /// The artist as shown: the credit as the source wrote it ("Daft
+    /// Punk feat. Pharrell Williams", or a Maloja export's names joined
+    /// with `, `). With [`Listen::title`] it is the listen's identity for
+    /// dedupe and for the track and album charts.
     pub artist: String,
+    /// The credited artists, when the source named several: the artist
+    /// chart counts the listen once for each of them. Empty (or a single
+    /// name, which is stored as none) means the listen is credited to
+    /// [`Listen::artist`] alone.
+    pub artists: Vec<String>,
     pub title: String,
     /// Empty when unknown.
     pub album: String,
@@ -35,6 +44,32 @@ impl Listen {
             title: title.into(),
             ..Listen::default()
         }
+    }
+
+    /// The artists the listen is credited to: [`Listen::artists`] when it
+    /// holds two or more, else [`Listen::artist`] alone.
+    pub fn credited(&self) -> Vec<&str> {
+        if self.artists.len() >= 2 {
+            self.artists.iter().map(String::as_str).collect()
+        } else {
+            vec![self.artist.as_str()]
+        }
+    }
+
+    /// Sets the credited artists from a source's list: names trimmed,
+    /// empty ones and repeats (compared normalised) left out; fewer than
+    /// two names left is no list (the listen is credited to
+    /// [`Listen::artist`]).
+    pub fn credit<S: AsRef<str>>(&mut self, names: impl IntoIterator<Item = S>) {
+        let mut seen = std::collections::HashSet::new();
+        let list: Vec<String> = names
+            .into_iter()
+            .filter_map(|n| {
+                let n = n.as_ref().trim();
+                (!n.is_empty() && seen.insert(crate::normalise(n))).then(|| n.to_owned())
+            })
+            .collect();
+        self.artists = if list.len() >= 2 { list } else { Vec::new() };
     }
 }
 
@@ -67,7 +102,48 @@ pub enum Event {
 const K_LISTEN: u8 = 1;
 const K_LOVE: u8 = 2;
 const K_UNLOVE: u8 = 3;
+/// A listen with its credited artists (version 3): kind 1's fields, then
+/// a u32 count (at least 2) and that many strings.
+pub(crate) const K_LISTEN_CREDITED: u8 = 8;
 const NONE_U32: u32 = u32::MAX;
+
+/// A listen's credited artists, borrowed: from a [`Listen`], or from a
+/// kind 8 record's bytes (`n` strings back to back, checked when the
+/// record was decoded). Fewer than two is no list.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Credits<'a> {
+    Names(&'a [String]),
+    Encoded { n: u32, bytes: &'a [u8] },
+}
+
+impl<'a> Credits<'a> {
+    pub(crate) const NONE: Credits<'static> = Credits::Names(&[]);
+
+    /// How many names the list holds (0 or 1: no list).
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Credits::Names(v) => v.len(),
+            Credits::Encoded { n, .. } => *n as usize,
+        }
+    }
+
+    /// Whether the listen has a list of credited artists (two or more).
+    pub(crate) fn is_list(&self) -> bool {
+        self.len() >= 2
+    }
+
+    /// The names, in order.
+    pub(crate) fn iter(self) -> impl Iterator<Item = &'a str> {
+        let (names, encoded) = match self {
+            Credits::Names(v) => (v, None),
+            Credits::Encoded { n, bytes } => (&[][..], Some((n, Reader::new(bytes)))),
+        };
+        let from_bytes = encoded
+            .into_iter()
+            .flat_map(|(n, mut r)| (0..n).map_while(move |_| r.str()));
+        names.iter().map(String::as_str).chain(from_bytes)
+    }
+}
 
 /// A listen whose strings borrow from elsewhere: from a [`Listen`] when
 /// storing it, from the log's bytes when replaying it (no copies).
@@ -76,6 +152,8 @@ pub(crate) struct ListenRef<'a> {
     pub user: &'a str,
     pub timestamp: i64,
     pub artist: &'a str,
+    /// The credited artists ([`Listen::artists`]).
+    pub artists: Credits<'a>,
     pub title: &'a str,
     pub album: &'a str,
     pub album_artist: &'a str,
@@ -92,6 +170,7 @@ impl Listen {
             user: &self.user,
             timestamp: self.timestamp,
             artist: &self.artist,
+            artists: Credits::Names(&self.artists),
             title: &self.title,
             album: &self.album,
             album_artist: &self.album_artist,
@@ -110,6 +189,11 @@ impl ListenRef<'_> {
             user: self.user.into(),
             timestamp: self.timestamp,
             artist: self.artist.into(),
+            artists: if self.artists.is_list() {
+                self.artists.iter().map(str::to_owned).collect()
+            } else {
+                Vec::new()
+            },
             title: self.title.into(),
             album: self.album.into(),
             album_artist: self.album_artist.into(),
@@ -163,10 +247,15 @@ fn framed(out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
     out[head + 4..head + 8].copy_from_slice(&crc);
 }
 
-/// Appends a listen as one framed record.
+/// Appends a listen as one framed record: kind 1, or kind 8 when it has
+/// a list of credited artists.
 pub(crate) fn encode_listen(l: &ListenRef<'_>, out: &mut Vec<u8>) {
     framed(out, |out| {
-        out.push(K_LISTEN);
+        out.push(if l.artists.is_list() {
+            K_LISTEN_CREDITED
+        } else {
+            K_LISTEN
+        });
         out.extend_from_slice(&l.timestamp.to_le_bytes());
         out.extend_from_slice(&l.duration.to_le_bytes());
         out.extend_from_slice(&l.track_number.to_le_bytes());
@@ -180,6 +269,12 @@ pub(crate) fn encode_listen(l: &ListenRef<'_>, out: &mut Vec<u8>) {
             l.client,
         ] {
             put_str(out, s);
+        }
+        if l.artists.is_list() {
+            out.extend_from_slice(&(l.artists.len() as u32).to_le_bytes());
+            for a in l.artists.iter() {
+                put_str(out, a);
+            }
         }
     });
 }
@@ -239,22 +334,40 @@ impl<'a> EventRef<'a> {
         let mut r = Reader::new(b);
         let kind = r.u8()?;
         let ev = match kind {
-            K_LISTEN => {
+            K_LISTEN | K_LISTEN_CREDITED => {
                 let timestamp = r.i64()?;
                 let duration = r.u32()?;
                 let track_number = r.u32()?;
-                EventRef::Listen(ListenRef {
+                let mut l = ListenRef {
                     timestamp,
                     duration,
                     track_number,
                     user: r.str()?,
                     artist: r.str()?,
+                    artists: Credits::NONE,
                     title: r.str()?,
                     album: r.str()?,
                     album_artist: r.str()?,
                     mbid: r.str()?,
                     client: r.str()?,
-                })
+                };
+                if kind == K_LISTEN_CREDITED {
+                    let n = r.u32()?;
+                    // Canonical: a list of fewer than two is written as
+                    // kind 1.
+                    if n < 2 {
+                        return None;
+                    }
+                    let start = r.at;
+                    for _ in 0..n {
+                        r.str()?;
+                    }
+                    l.artists = Credits::Encoded {
+                        n,
+                        bytes: b.get(start..r.at)?,
+                    };
+                }
+                EventRef::Listen(l)
             }
             K_LOVE | K_UNLOVE => {
                 let timestamp = r.i64()?;
@@ -281,6 +394,16 @@ impl<'a> EventRef<'a> {
             }
         };
         (r.at == b.len()).then_some(ev)
+    }
+
+    /// The oldest log version that holds this record (see
+    /// [`crate::log::VERSION`]).
+    pub(crate) fn version(&self) -> u32 {
+        match self {
+            EventRef::Listen(l) if l.artists.is_list() => crate::log::VERSION_CREDITS,
+            EventRef::Listen(_) | EventRef::Love { .. } => crate::log::VERSION_1,
+            EventRef::Correct { .. } | EventRef::Undo { .. } => crate::log::VERSION_CORRECTIONS,
+        }
     }
 
     pub(crate) fn into_owned(self) -> Event {
@@ -370,5 +493,87 @@ mod tests {
             );
             assert!(EventRef::decode(&payload[..payload.len() - 1]).is_none());
         }
+    }
+
+    fn payload(l: &Listen) -> Vec<u8> {
+        let mut b = Vec::new();
+        encode_listen(&l.as_ref(), &mut b);
+        b[8..].to_vec()
+    }
+
+    #[test]
+    fn a_listen_with_credited_artists_is_kind_8_and_round_trips() {
+        let mut l = Listen::new("u", 7, "Daft Punk, Pharrell Williams", "Get Lucky");
+        l.album = "RAM".into();
+        l.artists = vec!["Daft Punk".into(), "Pharrell Williams".into()];
+        let p = payload(&l);
+        assert_eq!(p[0], K_LISTEN_CREDITED);
+        // Kind 1's fields, then the count and the names.
+        let mut plain = l.clone();
+        plain.artists.clear();
+        let kind1 = payload(&plain);
+        assert_eq!(p[1..kind1.len()], kind1[1..]);
+        let mut tail = 2u32.to_le_bytes().to_vec();
+        for a in ["Daft Punk", "Pharrell Williams"] {
+            put_str(&mut tail, a);
+        }
+        assert_eq!(p[kind1.len()..], tail[..]);
+        let back = EventRef::decode(&p).map(EventRef::into_owned);
+        assert_eq!(back, Some(Event::Listen(l)));
+        for cut in 1..p.len() {
+            assert!(EventRef::decode(&p[..cut]).is_none(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_listen_without_a_list_or_with_one_name_stays_kind_1_byte_for_byte() {
+        let plain = Listen::new("u", 7, "Björk", "Jóga");
+        let mut one = plain.clone();
+        one.artists = vec!["Björk".into()];
+        // The bytes kind 1 always had: kind, i64, two u32 unknowns, seven
+        // strings.
+        let mut want = vec![K_LISTEN];
+        want.extend_from_slice(&7i64.to_le_bytes());
+        want.extend_from_slice(&[0xFF; 8]);
+        for s in ["u", "Björk", "Jóga", "", "", "", ""] {
+            put_str(&mut want, s);
+        }
+        assert_eq!(payload(&plain), want);
+        assert_eq!(payload(&one), want);
+        assert_eq!(
+            EventRef::decode(&want).map(EventRef::into_owned),
+            Some(Event::Listen(plain))
+        );
+    }
+
+    #[test]
+    fn a_kind_8_record_with_fewer_than_two_names_does_not_decode() {
+        let mut l = Listen::new("u", 7, "A", "T");
+        l.artists = vec!["A".into(), "B".into()];
+        let p = payload(&l);
+        let count_at = p.len() - (4 + 4 + 1 + 4 + 1);
+        for (n, names) in [(0u32, &[][..]), (1, &["A"][..])] {
+            let mut q = p[..count_at].to_vec();
+            q.extend_from_slice(&n.to_le_bytes());
+            for a in names {
+                put_str(&mut q, a);
+            }
+            assert!(EventRef::decode(&q).is_none(), "{n} names");
+        }
+        // More names than the count, or fewer: not a record either.
+        let mut q = p.clone();
+        put_str(&mut q, "C");
+        assert!(EventRef::decode(&q).is_none());
+    }
+
+    #[test]
+    fn credit_keeps_distinct_names_and_drops_a_list_of_one() {
+        let mut l = Listen::new("u", 1, "A & B", "T");
+        l.credit([" A ", "", "a", "B"]);
+        assert_eq!(l.artists, ["A", "B"]);
+        assert_eq!(l.credited(), ["A", "B"]);
+        l.credit(["A", " a"]);
+        assert!(l.artists.is_empty());
+        assert_eq!(l.credited(), ["A & B"]);
     }
 }

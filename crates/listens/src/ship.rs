@@ -36,7 +36,7 @@ pub enum ApplyError {
     /// The primary's log has a format version this build does not know.
     #[error(
         "the primary's listens log is format version {0}, which this Spindle does not read \
-         (it reads 1 and 2); run the same Spindle version on every node"
+         (it reads 1 to 3); run the same Spindle version on every node"
     )]
     Version(u32),
     /// Writing to this node's log failed; the bytes may be partly on
@@ -58,7 +58,8 @@ pub struct Applied {
 }
 
 impl Listens {
-    /// The log header's version (1, or 2 once a correction was written).
+    /// The log header's version (1; 2 once a correction was written; 3
+    /// once a listen with credited artists was).
     pub fn log_version(&self) -> u32 {
         self.log.version()
     }
@@ -104,8 +105,8 @@ impl Listens {
     /// `version` its header's version. Refused unless `at` is where this
     /// log ends; every record is checked (frame, checksum, decoding)
     /// before anything is written. The bytes are then appended unchanged
-    /// (the header first made version 2 if a correction is among them or
-    /// `version` is 2), and the records applied to the indexes and the
+    /// (the header first made the newer of `version` and the version the
+    /// records need, if this log's is older), and the records applied to the indexes and the
     /// dedupe set as [`Listens::open_with`] replays them.
     pub fn apply_shipped(
         &self,
@@ -120,10 +121,8 @@ impl Listens {
         if at != expected {
             return Err(ApplyError::NotAtEnd { expected, at });
         }
-        let corrects = check_records(bytes, at)?;
-        if corrects || version == VERSION {
-            self.log.upgrade()?;
-        }
+        let needs = check_records(bytes, at)?;
+        self.log.upgrade(needs.max(version))?;
         let start = match self.log.append_if_at(at, bytes)? {
             Ok(start) => start,
             Err(expected) => return Err(ApplyError::NotAtEnd { expected, at }),
@@ -189,19 +188,20 @@ impl Listens {
 }
 
 /// Checks that `bytes` (starting at log offset `at`) are whole, intact,
-/// decodable records; returns whether a correction or undo is among them.
-fn check_records(bytes: &[u8], at: u64) -> Result<bool, ApplyError> {
+/// decodable records; returns the log version they need (the newest any
+/// of them needs, [`crate::model::EventRef::version`]).
+fn check_records(bytes: &[u8], at: u64) -> Result<u32, ApplyError> {
     let mut pos = 0;
-    let mut corrects = false;
+    let mut needs = VERSION_1;
     while pos < bytes.len() {
         let (ev, end) = frame_at(bytes, pos).map_err(|reason| ApplyError::Damaged {
             offset: at + pos as u64,
             reason,
         })?;
-        corrects |= matches!(ev, EventRef::Correct { .. } | EventRef::Undo { .. });
+        needs = needs.max(ev.version());
         pos = end;
     }
-    Ok(corrects)
+    Ok(needs)
 }
 
 #[cfg(test)]
@@ -424,7 +424,7 @@ mod tests {
     fn an_unknown_version_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let b = open(dir.path());
-        let e = b.apply_shipped(HEADER_LEN, &[], 3).unwrap_err();
-        assert!(matches!(e, ApplyError::Version(3)), "{e}");
+        let e = b.apply_shipped(HEADER_LEN, &[], 4).unwrap_err();
+        assert!(matches!(e, ApplyError::Version(4)), "{e}");
     }
 }

@@ -245,7 +245,15 @@ impl Listens {
         for &i in &fresh {
             encode_listen(&listens[i].as_ref(), &mut records);
         }
-        match self.log.append(&records) {
+        // A listen with credited artists needs a version 3 log: the
+        // header says so before the first such record is written.
+        let credited = fresh.iter().any(|&i| listens[i].as_ref().artists.is_list());
+        let written = if credited {
+            self.log.upgrade(crate::log::VERSION_CREDITS)
+        } else {
+            Ok(())
+        };
+        match written.and_then(|()| self.log.append(&records)) {
             Ok(()) => {
                 if !fresh.is_empty() {
                     let mut ix = self.index();

@@ -58,6 +58,7 @@ fn batch(t: usize, n: u32) -> Vec<Listen> {
                     + i64::from(n) * 10
                     + i64::from(i),
                 artist: text(&tag, MAX_ARTIST),
+                artists: Vec::new(),
                 title: text(&tag, MAX_TITLE),
                 album: text(&tag, MAX_ALBUM),
                 album_artist: text(&tag, MAX_ALBUM_ARTIST),

@@ -14,7 +14,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use spindle_listens::fuzzing::encode_log;
 use spindle_listens::limits::{
-    MAX_ALBUM, MAX_ALBUM_ARTIST, MAX_ARTIST, MAX_CLIENT, MAX_MBID, MAX_TITLE, MAX_USER,
+    MAX_ALBUM, MAX_ALBUM_ARTIST, MAX_ARTIST, MAX_CLIENT, MAX_CREDITED_ARTISTS, MAX_CREDITS_BYTES,
+    MAX_MBID, MAX_TITLE, MAX_USER,
 };
 use spindle_listens::{AppendError, Event, Listen, Listens, OpenError, RecentQuery, LOG_FILE};
 
@@ -46,12 +47,20 @@ fn text(rng: &mut SmallRng, len: usize) -> String {
     s
 }
 
-/// A listen with every field at its limit.
+/// A listen with every field at its limit; every other one with the most
+/// credited artists, their names together at their limit.
 fn largest(rng: &mut SmallRng, user: &str, timestamp: i64) -> Listen {
+    let each = MAX_CREDITS_BYTES / MAX_CREDITED_ARTISTS;
+    let artists = if rng.gen_bool(0.5) {
+        (0..MAX_CREDITED_ARTISTS).map(|_| text(rng, each)).collect()
+    } else {
+        Vec::new()
+    };
     Listen {
         user: user.to_owned(),
         timestamp,
         artist: text(rng, MAX_ARTIST),
+        artists,
         title: text(rng, MAX_TITLE),
         album: text(rng, MAX_ALBUM),
         album_artist: text(rng, MAX_ALBUM_ARTIST),

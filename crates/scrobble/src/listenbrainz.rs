@@ -38,6 +38,9 @@ pub fn listen_json(s: &Scrobble, with_time: bool) -> Value {
     if let Some(n) = s.track_number {
         put("tracknumber", json!(n));
     }
+    if s.artists.len() >= 2 {
+        put("artist_names", json!(s.artists));
+    }
     if !s.player.is_empty() {
         put("media_player", json!(s.player));
     }
@@ -176,6 +179,28 @@ mod tests {
         assert!(v["track_metadata"].get("release_name").is_none());
         assert!(!v.to_string().contains("null"));
         assert_eq!(listen_json(&s, true)["listened_at"], 1_700_000_000);
+    }
+
+    #[test]
+    fn several_credited_artists_are_sent_as_artist_names() {
+        let mut s = Scrobble {
+            artist: "Daft Punk feat. Pharrell Williams".into(),
+            track: "Get Lucky".into(),
+            ..Scrobble::default()
+        };
+        assert!(listen_json(&s, true)["track_metadata"]["additional_info"]
+            .get("artist_names")
+            .is_none());
+        s.artists = vec!["Daft Punk".into(), "Pharrell Williams".into()];
+        let v = listen_json(&s, true);
+        assert_eq!(
+            v["track_metadata"]["additional_info"]["artist_names"],
+            json!(["Daft Punk", "Pharrell Williams"])
+        );
+        assert_eq!(
+            v["track_metadata"]["artist_name"],
+            "Daft Punk feat. Pharrell Williams"
+        );
     }
 
     #[tokio::test]

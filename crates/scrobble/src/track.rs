@@ -73,8 +73,21 @@ impl Track {
                 ArtistStyle::Join => names.join(", "),
             }
         };
+        let credited: Vec<String> = self
+            .artists
+            .iter()
+            .map(|a| a.trim())
+            .filter(|a| !a.is_empty())
+            .map(str::to_owned)
+            .collect();
         Scrobble {
             artist: self.artist(style),
+            // Several: each is credited (ListenBrainz's `artist_names`).
+            artists: if credited.len() >= 2 {
+                credited
+            } else {
+                Vec::new()
+            },
             track: self.title.trim().to_owned(),
             album: self.album.trim().to_owned(),
             album_artist,
@@ -103,7 +116,12 @@ pub enum ArtistStyle {
 /// One play as sent to a service, and as kept in its journal.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Scrobble {
+    /// The artist as shown (the one artist field Last.fm takes).
     pub artist: String,
+    /// The credited artists when there are several (ListenBrainz's
+    /// `artist_names`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artists: Vec<String>,
     pub track: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub album: String,

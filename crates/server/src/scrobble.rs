@@ -42,6 +42,11 @@ impl Ignored {
             Ignored::TooNew => "Timestamp was too new",
             Ignored::TooLong { field } => match field {
                 "artist" => "Artist name too long (at most 1024 bytes)",
+                "credited artist" => "A credited artist's name too long (at most 1024 bytes)",
+                spindle_listens::limits::CREDITS_COUNT => "Too many credited artists (at most 32)",
+                "list of credited artists" => {
+                    "Credited artists' names too long (at most 8192 bytes together)"
+                }
                 "title" => "Track name too long (at most 1024 bytes)",
                 "album" => "Album name too long (at most 1024 bytes)",
                 "album artist" => "Album artist name too long (at most 1024 bytes)",
@@ -61,7 +66,8 @@ pub fn check(state: &AppState, l: &Listen, timed: bool) -> Result<(), Ignored> {
     let bad = |s: &str| s.trim().is_empty() || s.contains('\0');
     if bad(&l.artist)
         || [&l.album, &l.album_artist, &l.mbid, &l.client]
-            .iter()
+            .into_iter()
+            .chain(&l.artists)
             .any(|s| s.contains('\0'))
     {
         return Err(Ignored::Artist);

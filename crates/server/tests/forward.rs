@@ -58,6 +58,11 @@ async fn start_with(data: &std::path::Path, forward: ForwardConfig) -> Running {
 }
 
 fn titles(st: &AppState, user: &str) -> Vec<String> {
+    titles_and(st, user).into_iter().map(|l| l.title).collect()
+}
+
+/// `user`'s listens on `st`, oldest first.
+fn titles_and(st: &AppState, user: &str) -> Vec<Listen> {
     let mut p = st
         .listens
         .recent(
@@ -71,7 +76,7 @@ fn titles(st: &AppState, user: &str) -> Vec<String> {
         )
         .listens;
     p.reverse();
-    p.into_iter().map(|l| l.title).collect()
+    p
 }
 
 async fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
@@ -80,6 +85,13 @@ async fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
         assert!(Instant::now() < end, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// `l` credited to two artists, shown as one.
+fn credited(mut l: Listen) -> Listen {
+    l.artist = "Forwarded feat. Guest".into();
+    l.credit(["Forwarded", "Guest"]);
+    l
 }
 
 fn listen(title: &str, ts: i64, client: &str) -> Listen {
@@ -135,7 +147,7 @@ async fn alices_listens_reach_both_services_of_another_server_in_order_but_not_h
             listen("two", now - 400, "subsonic"),
             listen("imported", now - 350, "import/lastfm"),
         ],
-        vec![listen("three", now - 300, "listenbrainz")],
+        vec![credited(listen("three", now - 300, "listenbrainz"))],
     ]
     .into_iter()
     .enumerate()
@@ -147,6 +159,20 @@ async fn alices_listens_reach_both_services_of_another_server_in_order_but_not_h
     let want = ["one", "two", "three"];
     wait_until("bob's listens on B", || titles(&b.state, "bob") == want).await;
     wait_until("carol's listens on B", || titles(&b.state, "carol") == want).await;
+    // ListenBrainz got the credited artists as `artist_names`; Last.fm,
+    // with its one artist field, the artist as shown.
+    let last = |user: &str| titles_and(&b.state, user).pop().unwrap();
+    let carols = last("carol");
+    assert_eq!(
+        (carols.artist.as_str(), carols.artists.as_slice()),
+        (
+            "Forwarded feat. Guest",
+            &["Forwarded".to_owned(), "Guest".to_owned()][..]
+        )
+    );
+    let bobs = last("bob");
+    assert_eq!(bobs.artist, "Forwarded feat. Guest");
+    assert!(bobs.artists.is_empty(), "{bobs:?}");
     // The registry has started both links by now: now playing goes out.
     wait_until("both links running", || {
         a.state

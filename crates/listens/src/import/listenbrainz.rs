@@ -1,8 +1,11 @@
 //! ListenBrainz exports and pages of `/1/user/NAME/listens`: listens with
 //! `listened_at` and `track_metadata` (`artist_name`, `track_name`,
 //! `release_name`, `additional_info` with `recording_mbid`,
-//! `duration_ms`, `tracknumber`), and the MusicBrainz mapping a
-//! ListenBrainz export adds (`mbid_mapping.recording_mbid`).
+//! `duration_ms`, `tracknumber`, `artist_names`), and the MusicBrainz
+//! mapping a ListenBrainz export adds (`mbid_mapping.recording_mbid`, and
+//! the credited artists `mbid_mapping.artists[].artist_credit_name`).
+//! A listen with several artist names is credited to each (`artist_name`
+//! stays the name shown); `artist_names` wins over the mapping's.
 
 use serde_json::{Map, Value};
 
@@ -23,13 +26,25 @@ pub(super) fn listen(o: &Map<String, Value>, user: &str) -> Option<Listen> {
     if let Some(ai) = md.get("additional_info").and_then(Value::as_object) {
         additional_info(ai, &mut l);
     }
+    let mapping = o.get("mbid_mapping");
     if l.mbid.is_empty() {
-        if let Some(m) = o
-            .get("mbid_mapping")
+        if let Some(m) = mapping
             .and_then(|m| m.get("recording_mbid"))
             .and_then(Value::as_str)
         {
             l.mbid = m.to_owned();
+        }
+    }
+    if l.artists.is_empty() {
+        if let Some(credits) = mapping
+            .and_then(|m| m.get("artists"))
+            .and_then(Value::as_array)
+        {
+            l.credit(
+                credits
+                    .iter()
+                    .filter_map(|a| a.get("artist_credit_name")?.as_str()),
+            );
         }
     }
     l.client = Format::ListenBrainz.client();
@@ -39,8 +54,13 @@ pub(super) fn listen(o: &Map<String, Value>, user: &str) -> Option<Listen> {
 /// The details of a listen's `track_metadata.additional_info`, as an
 /// export and a client's submission (the server's `/1/submit-listens`)
 /// carry them: `recording_mbid`, the length (`duration_ms`, else
-/// `duration` in seconds) and `tracknumber` (a number or a string).
+/// `duration` in seconds), `tracknumber` (a number or a string) and the
+/// credited artists `artist_names` (a list of strings; see
+/// [`Listen::credit`]).
 pub fn additional_info(ai: &Map<String, Value>, l: &mut Listen) {
+    if let Some(names) = ai.get("artist_names").and_then(Value::as_array) {
+        l.credit(names.iter().filter_map(Value::as_str));
+    }
     l.mbid = str_of(ai, "recording_mbid");
     l.duration = ai
         .get("duration_ms")
@@ -94,5 +114,24 @@ mod tests {
             (l.duration, l.track_number, l.mbid.as_str()),
             (Some(245), Some(7), "m")
         );
+    }
+
+    #[test]
+    fn artist_names_and_the_mappings_credits_make_the_credited_artists() {
+        let l = one(
+            r#"{"listened_at":1600000000,"track_metadata":{"artist_name":"Daft Punk feat. Pharrell Williams","track_name":"Get Lucky","additional_info":{"artist_names":["Daft Punk","Pharrell Williams"]}}}"#,
+        )
+        .unwrap();
+        assert_eq!(l.artist, "Daft Punk feat. Pharrell Williams");
+        assert_eq!(l.artists, ["Daft Punk", "Pharrell Williams"]);
+        let mapped = r#"{"listened_at":1600000000,"track_metadata":{"artist_name":"Daft Punk feat. Pharrell Williams","track_name":"Get Lucky"},"mbid_mapping":{"recording_mbid":"m","artists":[{"artist_credit_name":"Daft Punk","join_phrase":" feat. ","artist_mbid":"a"},{"artist_credit_name":"Pharrell Williams","join_phrase":"","artist_mbid":"b"}]}}"#;
+        let l = one(mapped).unwrap();
+        assert_eq!(l.artists, ["Daft Punk", "Pharrell Williams"]);
+        // One credited artist is no list.
+        let l = one(
+            r#"{"listened_at":1,"track_metadata":{"artist_name":"A","track_name":"T","additional_info":{"artist_names":["A"]}}}"#,
+        )
+        .unwrap();
+        assert!(l.artists.is_empty());
     }
 }

@@ -2,8 +2,9 @@
 //! web UI): `{"scrobbles": [...]}`, each scrobble
 //! `{time, track: {artists: [..], title, album: {albumtitle, artists} |
 //! null, length}, duration, origin}`. Maloja keeps several artists per
-//! track; they are joined with `, ` into one artist name, as Last.fm
-//! clients send them. The track's `length` is the listen's duration
+//! track: the listen is credited to each of them (the artist chart counts
+//! it for every one), and shows them joined with `, `, as Maloja does.
+//! An album's artists are joined the same way. The track's `length` is the listen's duration
 //! (`duration` is how long it was played).
 
 use serde_json::{Map, Value};
@@ -30,6 +31,7 @@ pub(super) fn parse(v: &Value, user: &str) -> Result<Export, ImportError> {
             .and_then(Value::as_object)
             .ok_or_else(|| ImportError::Maloja(format!("{}has no track", row())))?;
         let mut l = Listen::new(user, time, &artists(track), &str_of(track, "title"));
+        l.credit(names(track));
         if let Some(album) = track.get("album").and_then(Value::as_object) {
             l.album = album
                 .get("albumtitle")
@@ -55,15 +57,16 @@ pub(super) fn parse(v: &Value, user: &str) -> Result<Export, ImportError> {
 
 /// The `artists` list joined with `, `.
 fn artists(o: &Map<String, Value>) -> String {
+    names(o).collect::<Vec<_>>().join(", ")
+}
+
+/// The names of the `artists` list.
+fn names(o: &Map<String, Value>) -> impl Iterator<Item = &str> {
     o.get("artists")
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
 }
 
 #[cfg(test)]
@@ -94,13 +97,15 @@ mod tests {
 }"#;
 
     #[test]
-    fn several_artists_join_and_the_album_and_length_are_kept() {
+    fn several_artists_are_credited_and_joined_and_the_album_and_length_are_kept() {
         let v: Value = serde_json::from_str(EXPORT).unwrap();
         assert!(sniff(&v));
         let e = parse(&v, "ann").unwrap();
         assert_eq!(e.listens.len(), 2);
         let l = &e.listens[0];
         assert_eq!(l.artist, "Daft Punk, Pharrell Williams");
+        assert_eq!(l.artists, ["Daft Punk", "Pharrell Williams"]);
+        assert!(e.listens[1].artists.is_empty(), "one artist: no list");
         assert_eq!(
             (l.album.as_str(), l.album_artist.as_str()),
             ("Random Access Memories", "Daft Punk")

@@ -241,4 +241,32 @@ mod tests {
         assert_eq!(e.format, Format::ListenBrainz);
         assert_eq!(e.listens[0].duration, Some(181));
     }
+
+    /// Maloja's export of four plays, one of them of two artists.
+    const MALOJA: &str = r#"{"scrobbles":[
+        {"time":1672531200,"track":{"artists":["Daft Punk"],"title":"One More Time","album":null,"length":320}},
+        {"time":1672531600,"track":{"artists":["Daft Punk"],"title":"Aerodynamic","album":null,"length":212}},
+        {"time":1672532000,"track":{"artists":["Daft Punk"],"title":"Digital Love","album":null,"length":301}},
+        {"time":1672532400,"track":{"artists":["Daft Punk","Pharrell Williams"],"title":"Get Lucky","album":null,"length":369}}
+    ]}"#;
+
+    #[test]
+    fn an_imported_listen_of_two_artists_counts_whole_for_each_in_the_artist_chart() {
+        let listens = parse_export(MALOJA, "ann").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (st, _) = crate::Listens::open(dir.path()).unwrap();
+        st.submit(&listens).unwrap();
+        let chart = st.top("ann", crate::ChartKind::Artists, None, 10, 1);
+        let rows: Vec<(&str, u32)> = chart
+            .rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.playcount))
+            .collect();
+        assert_eq!(rows, vec![("Daft Punk", 4), ("Pharrell Williams", 1)]);
+        let tracks = st.top("ann", crate::ChartKind::Tracks, None, 10, 1);
+        assert!(tracks
+            .rows
+            .iter()
+            .any(|r| r.name == "Get Lucky" && r.artist == "Daft Punk, Pharrell Williams"));
+    }
 }

@@ -33,7 +33,7 @@ pub(super) fn parse(v: &Value, user: &str) -> Export {
         .filter_map(Value::as_object)
     {
         match play(o, user) {
-            Play::Listen(l) => listens.push(l),
+            Play::Listen(l) => listens.push(*l),
             Play::Short => short += 1,
             Play::NoTrack => no_track += 1,
         }
@@ -55,7 +55,7 @@ pub(super) fn parse(v: &Value, user: &str) -> Export {
 }
 
 enum Play {
-    Listen(Listen),
+    Listen(Box<Listen>),
     Short,
     NoTrack,
 }
@@ -80,7 +80,7 @@ fn play(o: &Map<String, Value>, user: &str) -> Play {
     let mut l = Listen::new(user, start, &artist, &title);
     l.album = str_of(o, "master_metadata_album_album_name");
     l.client = Format::Spotify.client();
-    Play::Listen(l)
+    Play::Listen(Box::new(l))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! time; a track edit and a merge also stay as rules, applied in order to
 //! each listen recorded later.
 
-use super::{Index, Rec, UserIdx, DAY};
+use super::{Index, Rec, UserIdx, DAY, NO_CREDITS};
 use crate::correction::{Changes, Corrected, Correction, CorrectionInfo, Target};
 use crate::error::CorrectionError;
 use crate::normalise::normalise;
@@ -57,11 +57,13 @@ impl Index {
             .find(|&i| self.view(u, i).is_some_and(|r| self.matches(r, n)))
     }
 
-    /// `r` with `changes` made.
+    /// `r` with `changes` made. A new artist replaces the credit too: the
+    /// listen is credited to it alone.
     fn changed(&mut self, r: &Rec, changes: &Changes) -> Rec {
         let mut out = *r;
         if let Some(a) = &changes.artist {
             out.artist = self.strs.id(a.trim());
+            out.credits = NO_CREDITS;
         }
         if let Some(t) = &changes.title {
             out.title = self.strs.id(t.trim());
@@ -72,7 +74,8 @@ impl Index {
         out
     }
 
-    /// `r` with artist `from` (normalised) counted as `to`.
+    /// `r` with artist `from` (normalised) counted as `to`: as its
+    /// artist, album artist, and each credited artist.
     fn merged(&mut self, r: &Rec, from: &str, to: &str) -> Rec {
         let mut out = *r;
         let to = self.strs.id(to.trim());
@@ -82,7 +85,45 @@ impl Index {
         if self.norm_of(r.album_artist) == from {
             out.album_artist = to;
         }
+        let credited = self.credits.get(r.credits);
+        if credited.iter().any(|&c| self.norm_of(c) == from) {
+            let list: Vec<u32> = credited
+                .iter()
+                .map(|&c| if self.norm_of(c) == from { to } else { c })
+                .collect();
+            out.credits = self.credits.id(&list);
+        }
         out
+    }
+
+    /// Whether `r` names artist `from` (normalised): as its artist, album
+    /// artist or a credited artist.
+    fn names_artist(&self, r: &Rec, from: &str) -> bool {
+        self.norm_of(r.artist) == from
+            || self.norm_of(r.album_artist) == from
+            || self
+                .credits
+                .get(r.credits)
+                .iter()
+                .any(|&c| self.norm_of(c) == from)
+    }
+
+    /// The artist chart's keys of `r`: each credited artist once, or its
+    /// artist `a` (already normalised and registered).
+    fn credited_ids(&mut self, r: &Rec, a: u32) -> Vec<u32> {
+        let mut ids = Vec::new();
+        let names: Vec<u32> = self.credits.get(r.credits).to_vec();
+        for c in names {
+            let raw = self.strs.str(c).to_owned();
+            let id = self.norm_id(&normalise(&raw), &raw);
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        if ids.is_empty() {
+            ids.push(a);
+        }
+        ids
     }
 
     /// Adds (`sign` 1) or takes away (−1) listen `i`, counted as `r`.
@@ -107,16 +148,17 @@ impl Index {
             let raw = self.strs.str(r.album).to_owned();
             Some((al, self.norm_id(&normalise(&raw), &raw)))
         };
+        let artists = self.credited_ids(r, a);
         let day = r.ts.div_euclid(DAY);
         if sign > 0 {
             u.by_time.insert((r.ts, i));
-            u.total.add(a, album, (a, t));
-            u.days.entry(day).or_default().add(a, album, (a, t));
+            u.total.add(&artists, album, (a, t));
+            u.days.entry(day).or_default().add(&artists, album, (a, t));
         } else {
             u.by_time.remove(&(r.ts, i));
-            u.total.sub(a, album, (a, t));
+            u.total.sub(&artists, album, (a, t));
             if let Some(c) = u.days.get_mut(&day) {
-                c.sub(a, album, (a, t));
+                c.sub(&artists, album, (a, t));
                 if c.listens == 0 {
                     u.days.remove(&day);
                 }
@@ -316,7 +358,7 @@ impl Index {
                 if nf == nt {
                     return invalid("an artist cannot be merged into itself");
                 }
-                if !any(&|r| self.norm_of(r.artist) == nf || self.norm_of(r.album_artist) == nf) {
+                if !any(&|r| self.names_artist(r, &nf)) {
                     return Err(CorrectionError::NoSuchArtist {
                         user: user.into(),
                         artist: from.clone(),

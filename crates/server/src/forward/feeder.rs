@@ -25,10 +25,13 @@ pub fn forwarded(l: &Listen, user: &str) -> bool {
     l.user == user && !l.client.starts_with("import")
 }
 
-/// What a service is sent of a listen.
+/// What a service is sent of a listen: its credited artists too (a
+/// ListenBrainz-type service gets them as `artist_names`; a Last.fm-type
+/// one, with one artist field, the artist as shown).
 pub fn to_scrobble(l: &Listen) -> Scrobble {
     Scrobble {
         artist: l.artist.clone(),
+        artists: l.artists.clone(),
         track: l.title.clone(),
         album: l.album.clone(),
         album_artist: l.album_artist.clone(),

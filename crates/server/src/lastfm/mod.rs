@@ -664,6 +664,7 @@ fn listen_from_fields(f: &Fields, user: &str) -> Option<Listen> {
         user: user.to_owned(),
         timestamp: 0,
         artist: f[ARTIST]?.to_owned(),
+        artists: Vec::new(),
         title: f[TRACK]?.to_owned(),
         album: text(ALBUM),
         album_artist: text(ALBUM_ARTIST),

@@ -359,6 +359,9 @@ fn listen_json(l: &Listen, playing_now: bool) -> Value {
     if !l.album_artist.is_empty() {
         ai.insert("release_artist_name".into(), json!(l.album_artist));
     }
+    if !l.artists.is_empty() {
+        ai.insert("artist_names".into(), json!(l.artists));
+    }
     let mut md = json!({
         "artist_name": l.artist,
         "track_name": l.title,
