@@ -306,4 +306,24 @@ mod tests {
         assert_eq!(parts, [8, 4, 4, 4, 12]);
         assert_eq!(&a[14..15], "8");
     }
+
+    #[test]
+    fn song_stars_of_an_older_spindle_become_loves_once_and_leave_album_stars() {
+        let kit = crate::subsonic::testkit::Kit::new();
+        let st = &kit.state;
+        let song = kit.songs[0].clone();
+        let ids = [song.clone(), "al-x".to_owned(), "999999".to_owned()];
+        st.music.userdata.star("bob", &ids, true, 100).unwrap();
+        assert!(move_song_stars(st).is_empty());
+        let loved = st.listens.loved("bob");
+        assert_eq!(loved.len(), 1);
+        assert_eq!(loved[0].timestamp, 100, "loved when it was starred");
+        let left: Vec<String> = st.music.userdata.starred("bob").into_keys().collect();
+        assert_eq!(left, ["999999", "al-x"], "a gone song's star stays");
+        // Run again (as after a crash before the drop): nothing doubles.
+        st.music.userdata.star("bob", &[song], true, 100).unwrap();
+        assert!(move_song_stars(st).is_empty());
+        assert_eq!(st.listens.loved("bob").len(), 1);
+        assert!(st.listens.loved("ann").is_empty());
+    }
 }
