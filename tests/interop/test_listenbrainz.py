@@ -54,6 +54,24 @@ def test_single_playing_now_and_import_read_back(lb, server):
     assert got[0].release_name == "LB Rel"
 
 
+def test_feedback_loves_a_recording_and_lists_it(lb, server):
+    mbid = "22222222-3333-4444-8555-666666666666"
+    lb.submit_single_listen(liblistenbrainz.Listen(
+        track_name="LB Loved", artist_name="LB Artist", listened_at=now() - 40_000, recording_mbid=mbid))
+    lb.submit_user_feedback(1, mbid)
+    got = lb.get_user_feedback(server.user, score=1, metadata=True)
+    mine = [f for f in got["feedback"] if f["recording_mbid"] == mbid]
+    assert len(mine) == 1, got
+    assert mine[0]["score"] == 1 and mine[0]["track_metadata"]["track_name"] == "LB Loved"
+    assert mine[0]["recording_msid"], "an MSID to send back"
+    with pytest.raises(liblistenbrainz.errors.ListenBrainzAPIException) as e:
+        lb.submit_user_feedback(-1, mbid)
+    assert e.value.status_code == 400, "hate is not recorded"
+    lb.submit_user_feedback(0, mbid)
+    got = lb.get_user_feedback(server.user, score=1, metadata=False)
+    assert [f for f in got["feedback"] if f["recording_mbid"] == mbid] == []
+
+
 def test_limits_of_a_submission(server):
     h = {"Authorization": f"Token {server.token}"}
     url = server.url + "/1/submit-listens"

@@ -9,7 +9,7 @@ import pylast
 import pytest
 import requests
 
-from conftest import PYLAST_USER, now
+from conftest import PASSWORD, PYLAST_USER, now
 
 
 class PlainHttp(httpx.HTTPTransport):
@@ -107,6 +107,34 @@ def test_love_and_unlove(net, server):
     loved = net.get_user(PYLAST_USER).get_loved_tracks(limit=10)
     assert [(str(x.track.artist), x.track.title) for x in loved] == [("Artist 1", "Song 1")]
     t.unlove()
+    assert net.get_user(PYLAST_USER).get_loved_tracks(limit=10) == []
+
+
+def subsonic(server, user, method, **params):
+    q = {"u": user, "p": PASSWORD, "v": "1.16.1", "c": "interop", "f": "json", **params}
+    r = requests.get(f"{server.url}/rest/{method}", params=q, timeout=10).json()["subsonic-response"]
+    assert r["status"] == "ok", r
+    return r
+
+
+def starred_titles(server, user):
+    return sorted(s["title"] for s in subsonic(server, user, "getStarred2")["starred2"].get("song", []))
+
+
+def test_a_love_stars_the_library_song_and_a_star_is_a_love(net, server):
+    # pylast's love of a track of the (demo) library stars its song.
+    t = net.get_track("The Sine Waves", "Middle C")
+    t.love()
+    assert starred_titles(server, PYLAST_USER) == ["Middle C"]
+    assert starred_titles(server, "ann") == [], "another user's love"
+    t.unlove()
+    assert starred_titles(server, PYLAST_USER) == []
+    # A Subsonic star is a love pylast reads back.
+    hum = subsonic(server, PYLAST_USER, "search3", query="Hum")["searchResult3"]["song"][0]
+    subsonic(server, PYLAST_USER, "star", id=hum["id"])
+    loved = net.get_user(PYLAST_USER).get_loved_tracks(limit=10)
+    assert [x.track.title for x in loved] == ["Hum"]
+    subsonic(server, PYLAST_USER, "unstar", id=hum["id"])
     assert net.get_user(PYLAST_USER).get_loved_tracks(limit=10) == []
 
 

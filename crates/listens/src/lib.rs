@@ -69,4 +69,4 @@ pub use model::{Event, Listen};
 pub use normalise::normalise;
 pub use ship::{Applied, ApplyError};
 pub use store::{Listens, OpenReport, Options, Submitted, DEFAULT_DEDUPE_WINDOW, LOG_FILE};
-pub use tail::{TailError, TailRead};
+pub use tail::{TailError, TailLove, TailRead};

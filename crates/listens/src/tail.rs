@@ -37,8 +37,23 @@ pub enum TailError {
 pub struct TailRead {
     /// The listens kept, in log order.
     pub listens: Vec<Listen>,
+    /// Every love and unlove read (of every user), in log order.
+    pub loves: Vec<TailLove>,
     /// Where reading stopped: the offset to read from next.
     pub end: u64,
+}
+
+/// A love or unlove read from the log ([`TailRead::loves`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TailLove {
+    /// How many of [`TailRead::listens`] came before it in the log.
+    pub after: usize,
+    pub user: String,
+    pub artist: String,
+    pub title: String,
+    pub timestamp: i64,
+    /// `false`: an unlove.
+    pub loved: bool,
 }
 
 impl Listens {
@@ -52,7 +67,7 @@ impl Listens {
     /// first record is at [`log_start`]) and `to` (at most
     /// [`Listens::committed_end`]) that `keep` accepts, reading at most
     /// [`TAIL_CHUNK`] bytes; the result's `end` says where to go on from.
-    /// Love events are skipped.
+    /// Love events are in [`TailRead::loves`], whoever's they are.
     pub fn listens_between(
         &self,
         from: u64,
@@ -62,8 +77,8 @@ impl Listens {
         let to = to.min(self.committed_end());
         if from >= to {
             return Ok(TailRead {
-                listens: Vec::new(),
                 end: from,
+                ..TailRead::default()
             });
         }
         let len = (to - from).min(TAIL_CHUNK) as usize;
@@ -93,14 +108,32 @@ fn parse_chunk(
 ) -> Result<TailRead, TailError> {
     let mut at = 0;
     let mut listens = Vec::new();
+    let mut loves = Vec::new();
     while at < buf.len() {
         match frame_at(buf, at) {
             Ok((ev, end)) => {
-                if let EventRef::Listen(l) = ev {
-                    let l = l.to_owned();
-                    if keep(&l) {
-                        listens.push(l);
+                match ev {
+                    EventRef::Listen(l) => {
+                        let l = l.to_owned();
+                        if keep(&l) {
+                            listens.push(l);
+                        }
                     }
+                    EventRef::Love {
+                        user,
+                        artist,
+                        title,
+                        timestamp,
+                        loved,
+                    } => loves.push(TailLove {
+                        after: listens.len(),
+                        user: user.to_owned(),
+                        artist: artist.to_owned(),
+                        title: title.to_owned(),
+                        timestamp,
+                        loved,
+                    }),
+                    _ => {}
                 }
                 at = end;
             }
@@ -121,6 +154,7 @@ fn parse_chunk(
     }
     Ok(TailRead {
         listens,
+        loves,
         end: from + at as u64,
     })
 }
@@ -175,6 +209,15 @@ mod tests {
             .listens_between(cursor, store.committed_end(), |_| true)
             .unwrap();
         assert_eq!(r.listens, vec![l("ann", 3)], "no love, no duplicate");
+        let love = TailLove {
+            after: 0,
+            user: "ann".into(),
+            artist: "A".into(),
+            title: "T1".into(),
+            timestamp: 5,
+            loved: true,
+        };
+        assert_eq!(r.loves, vec![love], "the love, before the listen");
         // Reopened, the durable end is the file's end.
         let end = r.end;
         drop(store);

@@ -239,6 +239,16 @@ impl Client {
         }
     }
 
+    /// Whether this service can take a love of `s`: Last.fm-type
+    /// services love by names, ListenBrainz-type ones only by recording
+    /// MBID.
+    pub fn takes_love(&self, s: &Scrobble) -> bool {
+        match self {
+            Client::LastFm(_) => true,
+            Client::ListenBrainz(_) => !s.mbid.is_empty(),
+        }
+    }
+
     /// Loves (or unloves) a track. ListenBrainz needs a recording MBID.
     pub async fn love(&self, s: &Scrobble, love: bool) -> Result<(), SendError> {
         match self {

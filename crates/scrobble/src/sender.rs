@@ -13,6 +13,11 @@
 //! - Per-scrobble ignored codes are logged; code 5 (daily limit) stops
 //!   the queue at that scrobble for an hour.
 //! - Now playing is sent once and never retried (Last.fm's advice).
+//! - A love or unlove in the journal (the server's forwarding puts them
+//!   there, [`Scrobble::love`]) goes alone, in its place in the order,
+//!   with the same retries; one the service refuses is dropped, and one
+//!   it cannot take (ListenBrainz without a recording MBID) is skipped
+//!   and counted, not an error.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -55,6 +60,13 @@ pub struct ServiceState {
     pub retry_at: Option<Instant>,
     pub sent: u64,
     pub now_playing_sent: u64,
+    /// Loves and unloves the service acknowledged.
+    #[serde(default)]
+    pub loves_sent: u64,
+    /// Loves and unloves the service cannot take (ListenBrainz: the track
+    /// has no recording MBID), passed over.
+    #[serde(default)]
+    pub loves_skipped: u64,
 }
 
 impl ServiceState {
@@ -179,9 +191,15 @@ impl ServiceQueue {
             return false;
         };
         let batch = self.j().batch(self.batch);
-        if batch.is_empty() {
+        let Some(first) = batch.first() else {
             return false;
+        };
+        if let Some(love) = first.love {
+            let s = first.clone();
+            return self.send_love(&client, &s, love).await;
         }
+        // Plays up to the next love: that goes on its own.
+        let batch: Vec<Scrobble> = batch.into_iter().take_while(|s| s.love.is_none()).collect();
         let result = client.scrobble(&batch).await;
         let mut acked = 0;
         let mut more = true;
@@ -212,21 +230,8 @@ impl ServiceQueue {
                 st.last_error = None;
                 st.sent += acked as u64;
             }
-            Err(e) if e.is_temporary() => {
-                tracing::warn!(service = %self.name, "{e}; retrying in {:?}", self.delay);
-                self.retry_at = Some(Instant::now() + self.delay);
-                self.delay = (self.delay * 2).min(self.backoff.max);
-                self.st().last_error = Some(e.to_string());
-                more = false;
-            }
-            Err(e @ SendError::Auth { .. }) => {
-                tracing::error!(
-                    service = %self.name,
-                    "{e}; keeping {} scrobbles queued",
-                    self.j().len()
-                );
-                self.st().last_error = Some(e.to_string());
-                self.set_needs_auth(true);
+            Err(e) if e.is_temporary() || matches!(e, SendError::Auth { .. }) => {
+                self.failed(&e);
                 more = false;
             }
             Err(e) => {
@@ -247,8 +252,32 @@ impl ServiceQueue {
                 self.st().last_error = Some(e.to_string());
             }
         }
-        if acked > 0 {
-            let r = self.j().ack(acked);
+        self.acked(acked, more)
+    }
+
+    /// A failure worth a retry (after the backoff) or needing new
+    /// credentials: the queue is kept.
+    fn failed(&mut self, e: &SendError) {
+        if e.is_temporary() {
+            tracing::warn!(service = %self.name, "{e}; retrying in {:?}", self.delay);
+            self.retry_at = Some(Instant::now() + self.delay);
+            self.delay = (self.delay * 2).min(self.backoff.max);
+        } else {
+            tracing::error!(
+                service = %self.name,
+                "{e}; keeping {} scrobbles queued",
+                self.j().len()
+            );
+            self.set_needs_auth(true);
+        }
+        self.st().last_error = Some(e.to_string());
+    }
+
+    /// Marks the oldest `n` journal entries as done; returns `more`,
+    /// unless that failed.
+    fn acked(&mut self, n: usize, mut more: bool) -> bool {
+        if n > 0 {
+            let r = self.j().ack(n);
             if let Err(e) = r {
                 tracing::warn!(service = %self.name, "cannot mark scrobbles as sent: {e}");
                 self.retry_at = Some(Instant::now() + self.delay);
@@ -259,6 +288,45 @@ impl ServiceQueue {
         self.st().pending = n;
         self.changed.notify_one();
         more
+    }
+
+    /// Sends the love (or unlove) at the head of the journal; returns
+    /// whether more may be sent right away.
+    async fn send_love(&mut self, client: &Client, s: &Scrobble, love: bool) -> bool {
+        if !client.takes_love(s) {
+            tracing::info!(
+                service = %self.name,
+                "not sent: the service loves recordings by MusicBrainz id, and {} - {} has none",
+                s.artist,
+                s.track
+            );
+            self.st().loves_skipped += 1;
+            return self.acked(1, true);
+        }
+        match client.love(s, love).await {
+            Ok(()) => {
+                self.delay = self.backoff.first;
+                let mut st = self.st();
+                st.last_error = None;
+                st.loves_sent += 1;
+                drop(st);
+                self.acked(1, true)
+            }
+            Err(e) if e.is_temporary() || matches!(e, SendError::Auth { .. }) => {
+                self.failed(&e);
+                self.acked(0, false)
+            }
+            Err(e) => {
+                tracing::error!(
+                    service = %self.name,
+                    "{e}; dropping the love of {} - {}",
+                    s.artist,
+                    s.track
+                );
+                self.st().last_error = Some(e.to_string());
+                self.acked(1, true)
+            }
+        }
     }
 
     /// Runs until the channel closes, then gives queued scrobbles

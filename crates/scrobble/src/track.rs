@@ -98,6 +98,7 @@ impl Track {
             artist_mbids: self.mb_artist_ids.clone(),
             release_mbid: self.mb_album_id.clone(),
             player: player.to_owned(),
+            love: None,
         }
     }
 }
@@ -142,4 +143,10 @@ pub struct Scrobble {
     /// The player's Identity (ListenBrainz `media_player`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub player: String,
+    /// Not a play but a love (`Some(true)`) or an unlove (`Some(false)`)
+    /// of the track, made at `timestamp`: a journal entry of the server's
+    /// forwarding, sent as Last.fm `track.love`/`track.unlove` or as
+    /// ListenBrainz feedback ([`crate::Client::love`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub love: Option<bool>,
 }

@@ -267,3 +267,89 @@ async fn a_refused_single_scrobble_is_dropped_and_the_rest_go_on() {
     drop(tx);
     task.await.expect("task");
 }
+
+/// A love (or unlove) of `track` as the server's forwarding journals it.
+fn love(track: &str, on: bool) -> Scrobble {
+    Scrobble {
+        artist: "Artist".into(),
+        track: track.into(),
+        timestamp: 1_700_000_100,
+        love: Some(on),
+        ..Scrobble::default()
+    }
+}
+
+#[tokio::test]
+async fn loves_in_the_journal_wait_out_an_outage_and_go_alone_in_their_place() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let srv = fake(vec![(503, "busy"), OK]).await;
+    let q = queue(Some(client(&srv.url)), d.path());
+    let state = q.state.clone();
+    let journal = q.journal.clone();
+    let (tx, rx) = mpsc::channel(16);
+    let task = tokio::spawn(q.run(rx, Duration::ZERO));
+    for entry in [s(0), love("T0", true), s(1), love("T0", false)] {
+        ServiceQueue::append_shared(&journal, &entry).expect("append");
+    }
+    tx.send(Msg::Wake).await.expect("send");
+    until(|| {
+        let st = state.lock().expect("lock");
+        st.sent == 2 && st.loves_sent == 2 && st.pending == 0
+    })
+    .await;
+    let methods: Vec<String> = srv
+        .bodies
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter_map(|b| {
+            b.split('&')
+                .find_map(|kv| kv.strip_prefix("method=").map(str::to_owned))
+        })
+        .collect();
+    // The refused first try, then each in its place: the loves alone.
+    assert_eq!(
+        methods,
+        [
+            "track.scrobble",
+            "track.scrobble",
+            "track.love",
+            "track.scrobble",
+            "track.unlove"
+        ]
+    );
+    drop(tx);
+    task.await.expect("task");
+    assert!(Journal::peek(d.path()).expect("peek").is_empty());
+}
+
+#[tokio::test]
+async fn a_listenbrainz_love_without_a_recording_mbid_is_skipped_and_counted() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let srv = fake(vec![(200, r#"{"status":"ok"}"#)]).await;
+    let url = srv.url.trim_end_matches("/2.0/");
+    let lb = spindle_scrobble::listenbrainz::ListenBrainz::new(url, "tok", "test").expect("lb");
+    let q = queue(Some(Client::ListenBrainz(lb)), d.path());
+    let state = q.state.clone();
+    let journal = q.journal.clone();
+    let (tx, rx) = mpsc::channel(16);
+    let task = tokio::spawn(q.run(rx, Duration::ZERO));
+    let mut with_mbid = love("T1", true);
+    with_mbid.mbid = "0f6c1a8e-1111-4222-8333-444455556666".into();
+    for entry in [love("T0", true), with_mbid] {
+        ServiceQueue::append_shared(&journal, &entry).expect("append");
+    }
+    tx.send(Msg::Wake).await.expect("send");
+    until(|| {
+        let st = state.lock().expect("lock");
+        st.loves_sent == 1 && st.loves_skipped == 1 && st.pending == 0
+    })
+    .await;
+    let st = state.lock().expect("lock").clone();
+    assert_eq!(st.last_error, None, "a skip is no error");
+    let bodies = srv.bodies.lock().expect("lock").clone();
+    assert_eq!(bodies.len(), 1, "{bodies:?}");
+    assert!(bodies[0].contains("\"score\":1") && bodies[0].contains("444455556666"));
+    drop(tx);
+    task.await.expect("task");
+}

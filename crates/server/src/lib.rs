@@ -59,6 +59,7 @@ pub mod import;
 pub mod lastfm;
 mod link;
 pub mod listenbrainz;
+pub mod loves;
 pub mod m3u;
 pub mod metrics;
 pub mod music;

@@ -145,7 +145,9 @@ pub async fn store_songs(
     Ok(out)
 }
 
-/// Loves or unloves, durably. A name over its limit is refused with
+/// Loves or unloves, durably (and so stars or unstars the library's
+/// songs of the track, [`crate::loves`]), then wakes the forwarding
+/// feeders. A name over its limit is refused with
 /// [`AppendError::TooLarge`] (see [`AppendError::is_refusal`]) before
 /// anything is written.
 pub async fn love(
@@ -157,8 +159,7 @@ pub async fn love(
 ) -> Result<(), AppendError> {
     spindle_listens::check_love_limits(&user, &artist, &title)?;
     let st = state.clone();
-    let now = state.now();
-    tokio::task::spawn_blocking(move || st.listens.love(&user, &artist, &title, now, loved))
+    tokio::task::spawn_blocking(move || crate::loves::set(&st, &user, &artist, &title, loved))
         .await
         .map_err(|e| AppendError::Io(format!("the writer task failed: {e}")))?
 }

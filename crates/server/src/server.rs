@@ -402,6 +402,10 @@ fn open_blocking(
         Some(c) => state.with_cluster(c),
         None => state,
     };
+    if primary {
+        // Song stars of an older Spindle become loves (crate::loves).
+        warnings.extend(crate::loves::move_song_stars(&state));
+    }
     let watcher = if primary {
         Some(start_watcher(&state, rescan_every)?)
     } else {

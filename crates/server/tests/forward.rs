@@ -2,7 +2,8 @@
 //! runs them (`Server::open`, `Server::run`): alice's listens on A reach
 //! bob on B through B's Last.fm 2.0 API and carol on B through B's
 //! ListenBrainz API, in order, imports excepted; now playing reaches B;
-//! and a shutdown of A joins the forwarding tasks.
+//! her loves reach both (ListenBrainz only with a recording MBID); and a
+//! shutdown of A joins the forwarding tasks.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
 #![allow(clippy::panic, reason = "see clippy.toml")]
@@ -219,6 +220,127 @@ async fn alices_listens_reach_both_services_of_another_server_in_order_but_not_h
         .expect("A stops")
         .unwrap()
         .unwrap();
+    let _ = b.stop.send(());
+    let _ = b.run.await;
+}
+
+/// The titles `user` loves on the server of `st`, sorted.
+fn loved(st: &AppState, user: &str) -> Vec<String> {
+    let mut v: Vec<String> = st
+        .listens
+        .loved(user)
+        .into_iter()
+        .map(|l| l.title)
+        .collect();
+    v.sort();
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alices_loves_reach_a_lastfm_and_a_listenbrainz_link_and_an_unlove_takes_them_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = start(&tmp.path().join("b")).await;
+    b.state
+        .accounts
+        .add_user("bob", "pw-bob-1234", NOW)
+        .unwrap();
+    b.state
+        .accounts
+        .add_user("carol", "pw-carol-1234", NOW)
+        .unwrap();
+    let (api_key, api_secret) = b.state.accounts.add_api_key("spindle A", NOW).unwrap();
+    let session = b.state.accounts.new_session("bob", &api_key, NOW).unwrap();
+    let carol_token = b.state.accounts.user_token("carol").unwrap();
+    let a_dir = tmp.path().join("a");
+    let a = start(&a_dir).await;
+    a.state
+        .accounts
+        .add_user("alice", "pw-alice-1234", NOW)
+        .unwrap();
+    let root = linking::root(&a_dir);
+    let end = a.state.listens.committed_end();
+    let lastfm = Link {
+        kind: LinkKind::Lastfm,
+        url: format!("{}/2.0/", b.base),
+        api_key,
+        api_secret,
+        secret: session,
+        remote_user: "bob".into(),
+        linked_at: NOW,
+    };
+    linking::save(&root, "alice", "b-lastfm", &lastfm, end).unwrap();
+    let lb = linking::listenbrainz(Some(&b.base), &carol_token, &allow_loopback(), NOW)
+        .await
+        .unwrap();
+    linking::save(&root, "alice", "b-lb", &lb, end).unwrap();
+
+    // A listen of a recording with an MBID (so that B knows it too), then
+    // a love of it and a love of a track without one.
+    let now = a.state.now();
+    let mut heard = listen("with id", now - 100, "web");
+    heard.mbid = "0f6c1a8e-1111-4222-8333-444455556666".into();
+    spindle_server::scrobble::store(&a.state, vec![heard])
+        .await
+        .unwrap();
+    for title in ["with id", "without id"] {
+        spindle_server::scrobble::love(
+            &a.state,
+            "alice".into(),
+            "Forwarded".into(),
+            title.into(),
+            true,
+        )
+        .await
+        .unwrap();
+    }
+    wait_until("bob's loves on B", || {
+        loved(&b.state, "bob") == ["with id", "without id"]
+    })
+    .await;
+    wait_until("carol's love on B", || {
+        loved(&b.state, "carol") == ["with id"]
+    })
+    .await;
+    wait_until("the counts of both links", || {
+        let mut s: Vec<(String, u64, u64, usize)> = a
+            .state
+            .forward
+            .statuses(Some("alice"))
+            .into_iter()
+            .map(|s| (s.name, s.loves_sent, s.loves_skipped, s.pending))
+            .collect();
+        s.sort();
+        s == [
+            ("b-lastfm".to_owned(), 2, 0, 0),
+            ("b-lb".to_owned(), 1, 1, 0),
+        ]
+    })
+    .await;
+    for s in a.state.forward.statuses(Some("alice")) {
+        assert_eq!(s.last_error, None, "a skipped love is no error: {s:?}");
+    }
+
+    // An unlove goes the same way.
+    spindle_server::scrobble::love(
+        &a.state,
+        "alice".into(),
+        "Forwarded".into(),
+        "with id".into(),
+        false,
+    )
+    .await
+    .unwrap();
+    wait_until("bob's unlove on B", || {
+        loved(&b.state, "bob") == ["without id"]
+    })
+    .await;
+    wait_until("carol's unlove on B", || {
+        loved(&b.state, "carol").is_empty()
+    })
+    .await;
+
+    let _ = a.stop.send(());
+    let _ = a.run.await;
     let _ = b.stop.send(());
     let _ = b.run.await;
 }

@@ -637,6 +637,8 @@ pub(crate) mod tests {
             (&get, "/1/user/a/listens", Some("count=5"), Local),
             (&get, "/1/validate-token", None, Local),
             (&get, "/1/stats/user/a/artists", None, Local),
+            (&post, "/1/feedback/recording-feedback", None, Write),
+            (&get, "/1/feedback/user/a/get-feedback", None, Local),
             // The web UI: all but its assets, reads too (sessions).
             (&post, "/ui/login", None, Memory),
             (&post, "/ui/logout", None, Memory),

@@ -5,12 +5,17 @@
 //! before the cursor passes it: a crash loses nothing, and a crash between
 //! the journal write and the cursor write puts one batch in the journal
 //! twice, which the services drop as repeats (same user, track and start).
+//!
+//! The user's loves and unloves (records of the same log) go into the
+//! journal too, in their place among the listens, each with the track's
+//! recording MBID when the library or the user's listens know one
+//! (ListenBrainz loves by MBID only).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use spindle_listens::{Listen, Listens, TailError};
+use spindle_listens::{Listen, Listens, TailError, TailLove, TailRead};
 use spindle_scrobble::{Journal, Msg, Scrobble};
 use tokio::sync::{mpsc, watch};
 
@@ -44,14 +49,54 @@ pub fn to_scrobble(l: &Listen) -> Scrobble {
     }
 }
 
+/// What a service is sent of a love or unlove: the track, when, and its
+/// recording MBID if `mbid` knows one.
+pub fn love_to_scrobble(l: &TailLove, mbid: Option<String>) -> Scrobble {
+    Scrobble {
+        artist: l.artist.clone(),
+        track: l.title.clone(),
+        timestamp: l.timestamp,
+        mbid: mbid.unwrap_or_default(),
+        love: Some(l.loved),
+        ..Scrobble::default()
+    }
+}
+
+/// Finds the recording MBID of a user's track (artist, title), if any.
+pub type MbidOf = dyn Fn(&str, &str) -> Option<String> + Send + Sync;
+
+/// What a feeder reads: the history, and the MBIDs of loved tracks.
+pub struct Source {
+    pub listens: Arc<Listens>,
+    pub mbid_of: Arc<MbidOf>,
+}
+
+/// The journal entries of one read: `user`'s listens and loves, in log
+/// order.
+fn entries(r: &TailRead, user: &str, mbid_of: &MbidOf) -> Vec<Scrobble> {
+    let mut out = Vec::with_capacity(r.listens.len());
+    let mut loves = r.loves.iter().filter(|l| l.user == user).peekable();
+    for (i, l) in r.listens.iter().enumerate() {
+        while let Some(love) = loves.next_if(|x| x.after <= i) {
+            out.push(love_to_scrobble(love, mbid_of(&love.artist, &love.title)));
+        }
+        out.push(to_scrobble(l));
+    }
+    for love in loves {
+        out.push(love_to_scrobble(love, mbid_of(&love.artist, &love.title)));
+    }
+    out
+}
+
 /// Feeds the journal in `dir` from the log until the cursor reaches the
-/// durable end; returns how many listens were appended. A link without a
-/// cursor starts at the end.
+/// durable end; returns how many listens and loves were appended. A link
+/// without a cursor starts at the end.
 pub fn feed(
     listens: &Listens,
     dir: &Path,
     user: &str,
     journal: &Mutex<Journal>,
+    mbid_of: &MbidOf,
 ) -> Result<usize, ForwardError> {
     let end = listens.committed_end();
     let Some(mut cursor) = link::read_cursor(dir)? else {
@@ -71,8 +116,8 @@ pub fn feed(
             }
             Err(e) => return Err(e.into()),
         };
-        if !r.listens.is_empty() {
-            let batch: Vec<Scrobble> = r.listens.iter().map(to_scrobble).collect();
+        let batch = entries(&r, user, mbid_of);
+        if !batch.is_empty() {
             journal
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -105,7 +150,7 @@ pub fn check_cursor(listens: &Listens, dir: &Path) -> Result<(), ForwardError> {
 /// and at least every [`FEED_POLL`], tells the queue, and stops when
 /// `stop` says so or the queue is gone.
 pub async fn run(
-    listens: Arc<Listens>,
+    source: Source,
     dir: std::path::PathBuf,
     user: String,
     journal: Arc<Mutex<Journal>>,
@@ -119,8 +164,14 @@ pub async fn run(
             return;
         }
         wake.borrow_and_update();
-        let (l, d, u, j) = (listens.clone(), dir.clone(), user.clone(), journal.clone());
-        let r = tokio::task::spawn_blocking(move || feed(&l, &d, &u, &j)).await;
+        let (l, d, u, j) = (
+            source.listens.clone(),
+            dir.clone(),
+            user.clone(),
+            journal.clone(),
+        );
+        let m = source.mbid_of.clone();
+        let r = tokio::task::spawn_blocking(move || feed(&l, &d, &u, &j, &*m)).await;
         match r {
             Ok(Ok(n)) => {
                 failing = false;
@@ -153,6 +204,10 @@ mod tests {
         let mut l = Listen::new(user, ts, "A", &format!("T{ts}"));
         l.client = client.into();
         l
+    }
+
+    fn no_mbid(_: &str, _: &str) -> Option<String> {
+        None
     }
 
     fn titles(j: &Mutex<Journal>) -> Vec<String> {
@@ -188,7 +243,10 @@ mod tests {
     fn a_new_link_starts_at_the_end_and_sends_only_its_users_live_listens_in_order() {
         let f = fixture();
         f.listens.submit(&[l("ann", 1, "lastfm")]).unwrap();
-        assert_eq!(feed(&f.listens, &f.dir, "ann", &f.journal).unwrap(), 0);
+        assert_eq!(
+            feed(&f.listens, &f.dir, "ann", &f.journal, &no_mbid).unwrap(),
+            0
+        );
         f.listens
             .submit(&[
                 l("ann", 3, "subsonic"),
@@ -197,10 +255,16 @@ mod tests {
                 l("ann", 5, "listenbrainz"),
             ])
             .unwrap();
-        assert_eq!(feed(&f.listens, &f.dir, "ann", &f.journal).unwrap(), 2);
+        assert_eq!(
+            feed(&f.listens, &f.dir, "ann", &f.journal, &no_mbid).unwrap(),
+            2
+        );
         assert_eq!(titles(&f.journal), ["T3", "T5"]);
         // Nothing new: nothing appended, however often it runs.
-        assert_eq!(feed(&f.listens, &f.dir, "ann", &f.journal).unwrap(), 0);
+        assert_eq!(
+            feed(&f.listens, &f.dir, "ann", &f.journal, &no_mbid).unwrap(),
+            0
+        );
         assert_eq!(
             link::read_cursor(&f.dir).unwrap(),
             Some(f.listens.committed_end())
@@ -210,12 +274,12 @@ mod tests {
     #[test]
     fn a_crash_between_the_journal_and_the_cursor_repeats_that_batch_and_loses_nothing() {
         let f = fixture();
-        feed(&f.listens, &f.dir, "ann", &f.journal).unwrap();
+        feed(&f.listens, &f.dir, "ann", &f.journal, &no_mbid).unwrap();
         let before = link::read_cursor(&f.dir).unwrap().unwrap();
         f.listens
             .submit(&[l("ann", 10, "web"), l("ann", 11, "web")])
             .unwrap();
-        feed(&f.listens, &f.dir, "ann", &f.journal).unwrap();
+        feed(&f.listens, &f.dir, "ann", &f.journal, &no_mbid).unwrap();
         // The cursor write never happened: the old cursor is back.
         link::write_cursor(&f.dir, before).unwrap();
         f.listens.submit(&[l("ann", 12, "web")]).unwrap();
@@ -223,7 +287,7 @@ mod tests {
         drop(f.journal);
         let (j, _) = Journal::open(&f.dir).unwrap();
         let j = Mutex::new(j);
-        feed(&f.listens, &f.dir, "ann", &j).unwrap();
+        feed(&f.listens, &f.dir, "ann", &j, &no_mbid).unwrap();
         assert_eq!(titles(&j), ["T10", "T11", "T10", "T11", "T12"]);
     }
 
@@ -238,8 +302,43 @@ mod tests {
             Some(f.listens.committed_end())
         );
         f.listens.submit(&[l("ann", 2, "web")]).unwrap();
-        feed(&f.listens, &f.dir, "ann", &f.journal).unwrap();
+        feed(&f.listens, &f.dir, "ann", &f.journal, &no_mbid).unwrap();
         assert_eq!(titles(&f.journal), ["T2"]);
+    }
+
+    #[test]
+    fn a_users_loves_go_into_the_journal_in_their_place_among_the_listens() {
+        let f = fixture();
+        feed(&f.listens, &f.dir, "ann", &f.journal, &no_mbid).unwrap();
+        f.listens.submit(&[l("ann", 1, "web")]).unwrap();
+        f.listens.love("ann", "A", "T1", 2, true).unwrap();
+        f.listens.love("bob", "A", "T1", 2, true).unwrap();
+        f.listens.submit(&[l("ann", 3, "web")]).unwrap();
+        f.listens.love("ann", "B", "X", 4, false).unwrap();
+        let mbid = |a: &str, _: &str| (a == "A").then(|| "m-1".to_owned());
+        assert_eq!(
+            feed(&f.listens, &f.dir, "ann", &f.journal, &mbid).unwrap(),
+            4
+        );
+        let got: Vec<(String, Option<bool>, String)> = f
+            .journal
+            .lock()
+            .unwrap()
+            .batch(10)
+            .into_iter()
+            .map(|s| (s.track, s.love, s.mbid))
+            .collect();
+        let want = [
+            ("T1", None, ""),
+            ("T1", Some(true), "m-1"),
+            ("T3", None, ""),
+            ("X", Some(false), ""),
+        ];
+        let want: Vec<(String, Option<bool>, String)> = want
+            .iter()
+            .map(|(t, l, m)| ((*t).to_owned(), *l, (*m).to_owned()))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

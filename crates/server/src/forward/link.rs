@@ -130,6 +130,12 @@ pub struct Link {
 pub struct SavedStatus {
     pub sent: u64,
     pub now_playing_sent: u64,
+    /// Loves and unloves the service acknowledged.
+    #[serde(default)]
+    pub loves_sent: u64,
+    /// Loves the service cannot take (ListenBrainz: no recording MBID).
+    #[serde(default)]
+    pub loves_skipped: u64,
     pub last_error: Option<String>,
 }
 
@@ -441,6 +447,8 @@ mod tests {
         let s = SavedStatus {
             sent: 3,
             now_playing_sent: 1,
+            loves_sent: 2,
+            loves_skipped: 1,
             last_error: Some("refused".into()),
         };
         write_status(dir, &s).unwrap();

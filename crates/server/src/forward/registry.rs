@@ -184,8 +184,15 @@ async fn start(
     let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
     let queue_task = tokio::spawn(queue.run(rx, DRAIN));
     let (stop, stopped) = watch::channel(false);
+    let (st, user) = (state.clone(), key.0.clone());
+    let mbid_of: Arc<feeder::MbidOf> =
+        Arc::new(move |a: &str, t: &str| crate::loves::mbid_of(&st, &user, a, t));
+    let source = feeder::Source {
+        listens: state.listens.clone(),
+        mbid_of,
+    };
     let feeder_task = tokio::spawn(feeder::run(
-        state.listens.clone(),
+        source,
         dir.clone(),
         key.0.clone(),
         journal,
@@ -223,6 +230,8 @@ async fn save_statuses(running: &mut HashMap<Key, Running>) {
         let now = SavedStatus {
             sent: st.sent,
             now_playing_sent: st.now_playing_sent,
+            loves_sent: st.loves_sent,
+            loves_skipped: st.loves_skipped,
             last_error: st.last_error,
         };
         if now != r.saved {

@@ -27,6 +27,11 @@ pub struct LinkStatus {
     /// last saved when it is stopped).
     pub sent: u64,
     pub now_playing_sent: u64,
+    /// Loves and unloves the service acknowledged.
+    pub loves_sent: u64,
+    /// Loves and unloves the service cannot take, passed over
+    /// (ListenBrainz-type: the track has no recording MBID).
+    pub loves_skipped: u64,
     /// The service refused the credential: link it again.
     pub needs_auth: bool,
     pub last_error: Option<String>,
@@ -40,8 +45,9 @@ pub struct LinkStatus {
 
 impl std::fmt::Display for LinkStatus {
     /// One line, tab-separated: user, name, kind, URL, `as REMOTE`,
-    /// `pending N`, `sent N` and the state (`ok`, `retrying: ERROR` or
-    /// `NEEDS RE-LINKING`), as `spindle forward status` prints it.
+    /// `pending N`, `sent N`, the state (`ok`, `retrying: ERROR` or
+    /// `NEEDS RE-LINKING`) and `loves sent N` (with `, skipped N` when
+    /// some were), as `spindle forward status` prints it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -58,7 +64,12 @@ impl std::fmt::Display for LinkStatus {
             (_, true) => f.write_str("NEEDS RE-LINKING"),
             (Some(e), false) => write!(f, "retrying: {e}"),
             (None, false) => f.write_str("ok"),
+        }?;
+        write!(f, "\tloves sent {}", self.loves_sent)?;
+        if self.loves_skipped > 0 {
+            write!(f, ", skipped {}", self.loves_skipped)?;
         }
+        Ok(())
     }
 }
 
@@ -93,6 +104,8 @@ pub fn from_files(root: &Path, user: Option<&str>) -> Vec<LinkStatus> {
             pending,
             sent: saved.sent,
             now_playing_sent: saved.now_playing_sent,
+            loves_sent: saved.loves_sent,
+            loves_skipped: saved.loves_skipped,
             needs_auth: link::needs_auth(&dir),
             last_error: saved.last_error,
             retry_in: None,
@@ -164,6 +177,8 @@ impl Forward {
                 s.pending = st.pending;
                 s.sent = st.sent;
                 s.now_playing_sent = st.now_playing_sent;
+                s.loves_sent = st.loves_sent;
+                s.loves_skipped = st.loves_skipped;
                 s.needs_auth = st.needs_auth;
                 s.retry_in = st.retry_in_now();
                 s.last_error = st.last_error;
@@ -235,6 +250,8 @@ mod tests {
             pending: 3,
             sent: 40,
             now_playing_sent: 2,
+            loves_sent: 0,
+            loves_skipped: 0,
             needs_auth: false,
             last_error: None,
             retry_in: None,
@@ -242,10 +259,13 @@ mod tests {
         };
         let head =
             "ann\tlb\tlistenbrainz\thttps://api.listenbrainz.org\tas annie\tpending 3\tsent 40\t";
-        assert_eq!(s.to_string(), format!("{head}ok"));
+        let tail = "\tloves sent 0";
+        assert_eq!(s.to_string(), format!("{head}ok{tail}"));
         s.last_error = Some("HTTP 503".into());
-        assert_eq!(s.to_string(), format!("{head}retrying: HTTP 503"));
+        assert_eq!(s.to_string(), format!("{head}retrying: HTTP 503{tail}"));
         s.needs_auth = true;
-        assert_eq!(s.to_string(), format!("{head}NEEDS RE-LINKING"));
+        assert_eq!(s.to_string(), format!("{head}NEEDS RE-LINKING{tail}"));
+        (s.loves_sent, s.loves_skipped) = (2, 1);
+        assert!(s.to_string().ends_with("\tloves sent 2, skipped 1"));
     }
 }

@@ -1,8 +1,9 @@
 //! The ListenBrainz API at the host root (`/1/…`), where liblistenbrainz
 //! expects it: submit-listens (single, playing_now, import, with
 //! ListenBrainz's limits), validate-token, a user's listens, listen count
-//! and playing-now, and the user statistics (`stats.rs`). Every response
-//! carries `X-RateLimit-*` headers.
+//! and playing-now, the user statistics (`stats.rs`) and recording
+//! feedback, a user's loves (`feedback.rs`). Every response carries
+//! `X-RateLimit-*` headers.
 //!
 //! A user's listens, listen count, playing-now and statistics are private unless the
 //! user made them public (`spindle user privacy NAME public`, or the web
@@ -27,6 +28,7 @@ use crate::params::Params;
 use crate::scrobble;
 use crate::state::{AppState, RateInfo};
 
+mod feedback;
 mod range;
 mod stats;
 
@@ -45,6 +47,12 @@ pub fn router() -> Router<AppState> {
         .route("/1/user/{name}/playing-now", get(playing_now))
         .route("/1/user/{name}/listen-count", get(listen_count))
         .route("/1/stats/user/{name}/{stat}", get(stats::user_stat))
+        .route("/1/feedback/recording-feedback", post(feedback::submit))
+        .route("/1/feedback/user/{name}/get-feedback", get(feedback::get))
+        .route(
+            "/1/feedback/user/{name}/get-feedback-for-recordings",
+            get(feedback::for_recordings),
+        )
 }
 
 fn reply(status: StatusCode, body: Value, rate: &RateInfo) -> Response {
@@ -350,6 +358,10 @@ fn listen_json(l: &Listen, playing_now: bool) -> Value {
     if !l.mbid.is_empty() {
         ai.insert("recording_mbid".into(), json!(l.mbid));
     }
+    // The track's id for feedback (`feedback.rs`), the same for every
+    // user: ListenBrainz's MessyBrainz id, as Spindle makes it.
+    let msid = crate::loves::msid(&l.artist, &l.title);
+    ai.insert("recording_msid".into(), json!(msid));
     if let Some(d) = l.duration {
         ai.insert("duration_ms".into(), json!(u64::from(d) * 1000));
     }
@@ -377,6 +389,7 @@ fn listen_json(l: &Listen, playing_now: bool) -> Value {
             "listened_at": l.timestamp,
             "user_name": l.user,
             "inserted_at": l.timestamp,
+            "recording_msid": msid,
             "track_metadata": md,
         })
     }

@@ -15,6 +15,7 @@ use super::response::Node;
 use super::views::ArtistGroups;
 use super::{Ctx, Fail, SyncResult};
 use crate::catalog::{artist_id, date_parts, Album, Artist, Catalog, Song};
+use crate::loves::LovedSet;
 use crate::plays::{Played, SharedPlays, UserPlays};
 use crate::state::AppState;
 use crate::time::iso8601;
@@ -60,11 +61,23 @@ pub(crate) struct UserMarks {
     songs: OnceLock<Option<super::rating::SongRatings>>,
     /// The user's plays; `None` when they played nothing yet.
     plays: Option<SharedPlays>,
+    /// The user's loves, read on the first song asked about: a song is
+    /// starred when its track is loved ([`crate::loves`]).
+    loved: OnceLock<LovedSet>,
 }
 
 impl Marks for UserMarks {
     fn starred(&self, id: &str) -> Option<i64> {
-        self.starred.get(id).copied()
+        if let Some(t) = self.starred.get(id) {
+            return Some(*t);
+        }
+        let entry: u32 = id.parse().ok()?;
+        let loved = self.loved();
+        if loved.is_empty() {
+            return None;
+        }
+        let cat = self.catalog();
+        loved.song(cat.song_by_entry(entry)?)
     }
     fn rating(&self, id: &str) -> Option<i64> {
         if id.starts_with("al-") || id.starts_with("ar-") {
@@ -115,6 +128,23 @@ fn read_plays(p: &SharedPlays) -> std::sync::RwLockReadGuard<'_, UserPlays> {
 }
 
 impl UserMarks {
+    fn loved(&self) -> &LovedSet {
+        self.loved
+            .get_or_init(|| LovedSet::of(&self.state.listens, &self.user))
+    }
+
+    fn catalog(&self) -> Arc<Catalog> {
+        match &self.cat {
+            Some(c) => c.clone(),
+            None => self.state.music.catalog(&self.state.db),
+        }
+    }
+
+    /// The songs of `cat` the user starred (loved), with when.
+    pub(crate) fn starred_songs<'c>(&self, cat: &'c Catalog) -> Vec<(&'c Song, i64)> {
+        self.loved().songs(cat)
+    }
+
     /// The user's albums by their plays, as indexes into `cat`: the most
     /// played first (`frequent`) and the latest played first (`recent`).
     /// One pass over the songs the user played.
@@ -161,6 +191,7 @@ pub(crate) fn marks(c: &Ctx) -> UserMarks {
         cat: c.cat.clone(),
         songs: OnceLock::new(),
         plays: c.state.plays.of(&c.user),
+        loved: OnceLock::new(),
     }
 }
 

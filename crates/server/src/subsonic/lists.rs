@@ -199,10 +199,15 @@ pub(crate) fn starred_as(c: &mut Ctx, name: &'static str, shape: Shape) -> SyncR
             if scope.sees_album(&cat, a) {
                 albums.push(shape.album(&cat, &scope, a, &starred));
             }
-        } else if let Some(s) = cat.song(id) {
-            if scope.sees_song(s) {
-                songs.push(song_node(s, &starred));
-            }
+        }
+    }
+    // Songs are starred by loving their tracks (`crate::loves`), most
+    // recently starred first.
+    let mut loved = starred.starred_songs(&cat);
+    loved.sort_by_key(|&(s, t)| (std::cmp::Reverse(t), s.id));
+    for (s, _) in loved {
+        if scope.sees_song(s) {
+            songs.push(song_node(s, &starred));
         }
     }
     Ok(Some(

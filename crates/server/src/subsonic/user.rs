@@ -15,15 +15,16 @@ fn store_fail(e: impl std::fmt::Display) -> Fail {
 }
 
 /// `star` and `unstar`: songs, albums and artists the user may see (a
-/// hidden one is not found).
+/// hidden one is not found). A song's star is the love of its track
+/// ([`crate::loves`]); albums and artists are starred in the user data.
 pub(crate) fn star(c: &mut Ctx, on: bool) -> SyncResult {
     let cat = c.cat();
     let access = c.access();
-    let mut ids = Vec::new();
+    let mut songs = Vec::new();
     for id in c.all("id") {
-        access.song(&cat, id)?;
-        ids.push(id.to_owned());
+        songs.push(access.song(&cat, id)?);
     }
+    let mut ids = Vec::new();
     for id in c.all("albumId") {
         access.album(&cat, id)?;
         ids.push(id.to_owned());
@@ -32,14 +33,19 @@ pub(crate) fn star(c: &mut Ctx, on: bool) -> SyncResult {
         access.artist(&cat, id)?;
         ids.push(id.to_owned());
     }
-    if ids.is_empty() {
+    if ids.is_empty() && songs.is_empty() {
         return Err(missing("id"));
     }
-    c.state
-        .music
-        .userdata
-        .star(&c.user, &ids, on, c.now())
-        .map_err(store_fail)?;
+    for s in songs {
+        crate::loves::star_song(&c.state, &c.user, s, on).map_err(store_fail)?;
+    }
+    if !ids.is_empty() {
+        c.state
+            .music
+            .userdata
+            .star(&c.user, &ids, on, c.now())
+            .map_err(store_fail)?;
+    }
     Ok(None)
 }
 

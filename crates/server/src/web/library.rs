@@ -122,12 +122,13 @@ pub(super) async fn album(
             return err(StatusCode::NOT_FOUND, "no such album");
         }
         let starred = st.music.userdata.starred(user);
+        let loved = crate::loves::LovedSet::of(&st.listens, user);
         let lib = st.db.read();
         let songs: Vec<Value> = visible
             .iter()
             .map(|s| {
                 let mut v = song_json(s);
-                v["starred"] = starred.contains_key(&s.id.to_string()).into();
+                v["starred"] = loved.song(s).is_some().into();
                 v["rating"] = super::mine::song_rating(&lib, user, s.id).into();
                 v
             })

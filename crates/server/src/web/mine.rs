@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use super::extract::{Role, SmallJson, User};
 use super::library::{may_see, song_json};
 use super::{err, with_catalog};
+use crate::catalog::Song;
 use crate::state::AppState;
 use crate::subsonic::access::Access;
 use crate::subsonic::rating::{self, RateError};
@@ -222,16 +223,26 @@ async fn delete(State(st): State<AppState>, Path(id): Path<u64>, User(user, _): 
 }
 
 /// `GET /ui/api/starred`: `{"ids": [...]}`, every id the user starred
-/// (songs, `al-…` albums, `ar-…` artists), and the starred songs.
+/// (songs, `al-…` albums, `ar-…` artists), and the starred songs. A
+/// song is starred when its track is loved ([`crate::loves`]).
 async fn starred(State(st): State<AppState>, h: HeaderMap) -> Response {
     with_catalog(st, &h, |st, cat, user| {
-        let ids: Vec<String> = st.music.userdata.starred(user).into_keys().collect();
-        let songs: Vec<Value> = ids
-            .iter()
-            .filter_map(|id| cat.song(id))
-            .filter(|s| may_see(st, user, s))
-            .map(song_json)
+        let mut ids: Vec<String> = st
+            .music
+            .userdata
+            .starred(user)
+            .into_keys()
+            .filter(|id| cat.song(id).is_none())
             .collect();
+        let mut loved = crate::loves::LovedSet::of(&st.listens, user).songs(cat);
+        loved.sort_by_key(|&(s, t)| (std::cmp::Reverse(t), s.id));
+        let loved: Vec<&Song> = loved
+            .into_iter()
+            .map(|(s, _)| s)
+            .filter(|s| may_see(st, user, s))
+            .collect();
+        ids.extend(loved.iter().map(|s| s.id.to_string()));
+        let songs: Vec<Value> = loved.into_iter().map(song_json).collect();
         Json(json!({ "ids": ids, "songs": songs })).into_response()
     })
     .await
@@ -255,6 +266,18 @@ async fn star(
     // in the Subsonic API.
     if !Access::of(&st, &user).sees_id(&cat, &f.id) {
         return err(StatusCode::NOT_FOUND, "no such song, album or artist");
+    }
+    if let Some(song) = cat.song(&f.id).cloned() {
+        // A song's star is the love of its track.
+        let st2 = st.clone();
+        let done =
+            tokio::task::spawn_blocking(move || crate::loves::star_song(&st2, &user, &song, f.on))
+                .await;
+        return match done {
+            Ok(Ok(())) => Json(json!({ "id": f.id, "starred": f.on })).into_response(),
+            Ok(Err(e)) => not_saved(e),
+            Err(e) => not_saved(format!("the writer task failed: {e}")),
+        };
     }
     let (id, on, now) = (f.id.clone(), f.on, st.now());
     match write(&st, move |u| u.star(&user, &[id], on, now)).await {
