@@ -198,7 +198,8 @@ def run(a, mal):
     mal.stop()
     for i in range(3, 6):
         play(i)
-    wait_for(lambda: "pending 3" in cli(a.data_dir, "forward", "status", "alice"),
+    # The status file (saved every 2 s) says 3 sent before the kill.
+    wait_for(lambda: "pending 3\tsent 3\t" in cli(a.data_dir, "forward", "status", "alice"),
              "three plays pending while Maloja is down", timeout=60)
     a.proc.send_signal(signal.SIGKILL)
     a.proc.wait()
@@ -219,7 +220,8 @@ def run(a, mal):
     # The status file the CLI reads is saved by the server every 2 s.
     def settled():
         row = cli(a.data_dir, "forward", "status", "alice").strip().split("\t")
-        return row[1] == "maloja" and row[5] == "pending 0" and row[7] == "ok"
+        # The count goes on from the 3 sent before the kill.
+        return row[1] == "maloja" and row[5:8] == ["pending 0", "sent 9", "ok"]
 
     wait_for(settled, "the link's status to say ok", timeout=30)
     print(cli(a.data_dir, "forward", "status", "alice"))

@@ -180,6 +180,16 @@ async fn start(
         state.config.forward.backoff,
         on_auth,
     );
+    // The counters go on from what was saved, whether the last run
+    // stopped cleanly or not.
+    let saved = link::read_status(&dir);
+    {
+        let mut s = queue.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.sent = saved.sent;
+        s.now_playing_sent = saved.now_playing_sent;
+        s.loves_sent = saved.loves_sent;
+        s.loves_skipped = saved.loves_skipped;
+    }
     let (journal, qstate) = (queue.journal.clone(), queue.state.clone());
     let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
     let queue_task = tokio::spawn(queue.run(rx, DRAIN));
@@ -200,7 +210,6 @@ async fn start(
         state.forward.subscribe(),
         stopped,
     ));
-    let saved = link::read_status(&dir);
     let qstate_kept = qstate.clone();
     state.forward.lock().insert(
         key.clone(),
