@@ -36,12 +36,11 @@
 //! ```
 #![forbid(unsafe_code)]
 
-pub mod accounts;
 pub mod auth_guard;
-pub mod backup;
+// The core's services, under the paths the adapters have always used.
+pub use spindle_app::{accounts, backup, catalog, hash_pool, music, similar, time, userdata};
 mod banner;
 pub mod body;
-pub mod catalog;
 pub mod chart_svg;
 pub mod cluster;
 pub mod correction_spool;
@@ -52,7 +51,6 @@ mod expiry;
 pub mod fair;
 pub mod forward;
 pub mod front;
-pub mod hash_pool;
 pub mod hot;
 pub mod http;
 pub mod import;
@@ -62,7 +60,6 @@ pub mod listenbrainz;
 pub mod loves;
 pub mod m3u;
 pub mod metrics;
-pub mod music;
 pub mod offline;
 pub mod params;
 pub mod pins;
@@ -75,17 +72,14 @@ mod server;
 pub mod settings;
 pub mod share;
 mod shutdown;
-pub mod similar;
 mod state;
 pub mod stream;
 pub mod subsonic;
 pub mod throttle;
 pub mod tiered;
-pub mod time;
 pub mod tls;
 pub mod transcode;
 pub mod upload;
-pub mod userdata;
 pub mod web;
 mod worker;
 pub mod xml;

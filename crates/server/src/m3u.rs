@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn entries_resolve_to_catalog_songs_and_others_are_skipped() {
-        let cat = crate::subsonic::views::testlib::catalog(&[
+        let cat = spindle_app::testlib::catalog(&[
             ("A/01.flac", "A", "X", "one", "", 0),
             ("B/02.flac", "B", "Y", "two", "", 0),
         ]);

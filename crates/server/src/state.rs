@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use spindle_listens::{Listen, Listens};
 use spindle_store::Db;
@@ -273,9 +273,7 @@ pub(crate) struct Live {
     pub as12_sessions: Mutex<crate::lastfm::as12::Sessions>,
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+pub(crate) use spindle_app::sync::lock;
 
 /// What a rate-limit check says.
 pub(crate) struct RateInfo {

@@ -13,7 +13,7 @@
 //!
 //! Which file: callers resolve a library entry id to a song and open its
 //! file through its music folder's checked open
-//! ([`crate::music::Music::stream_of`], [`Reader::open`]); no request
+//! ([`crate::music::Music::stream_of`] through [`crate::music::Opener`], [`Reader::open`]); no request
 //! parameter is ever used as a path.
 
 use std::collections::HashMap;
@@ -394,5 +394,13 @@ mod tests {
         let (r, _) = ask(&reader, &path, &[], true).await;
         assert_eq!(r.headers()[header::CONTENT_LENGTH], "200000");
         assert!(body_of(r).await.is_empty());
+    }
+}
+
+impl crate::music::Opener for Reader {
+    type File = OpenFile;
+
+    fn open(&self, root: &MusicRoot, path: &Path) -> Result<OpenFile, OpenRefused> {
+        Reader::open(self, root, path)
     }
 }

@@ -221,7 +221,7 @@ pub(crate) fn gate(c: &mut Ctx, method: &str) -> Result<(), Fail> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::subsonic::views::testlib;
+    use spindle_app::testlib;
 
     fn two_folders() -> Catalog {
         let mut cat = testlib::catalog(&[

@@ -573,7 +573,7 @@ pub(crate) fn genres(c: &mut Ctx) -> SyncResult {
 mod tests {
     use super::*;
     use crate::catalog::ReplayGain;
-    use crate::subsonic::views::testlib;
+    use spindle_app::testlib;
 
     fn song() -> Song {
         let cat = testlib::catalog(&[("A/x.flac", "Ann", "Both", "Duet", "Rock", 0)]);

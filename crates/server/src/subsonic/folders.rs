@@ -357,14 +357,14 @@ mod tests {
 
     #[test]
     fn the_tree_holds_every_folder_with_songs_and_the_songs_in_their_folder() {
-        let cat = crate::subsonic::views::testlib::catalog(&[
+        let cat = spindle_app::testlib::catalog(&[
             ("A/X/01.flac", "A", "X", "one", "", 0),
             ("A/X/02.flac", "A", "X", "two", "", 0),
             ("A/Y/CD1/01.flac", "A", "Y", "three", "", 0),
             ("b/Z/01.flac", "B", "Z", "four", "", 0),
             ("loose.flac", "C", "W", "five", "", 0),
         ]);
-        let root = PathBuf::from(crate::subsonic::views::testlib::ROOT);
+        let root = PathBuf::from(spindle_app::testlib::ROOT);
         let t = Tree::build(&cat, std::slice::from_ref(&root));
         let top = &t.dirs[t.roots[0]];
         let names =

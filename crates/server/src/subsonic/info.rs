@@ -427,7 +427,7 @@ mod tests {
 
     #[test]
     fn a_drawn_list_is_the_same_for_the_same_request_and_never_repeats_a_song() {
-        let cat = crate::subsonic::views::testlib::catalog(&[
+        let cat = spindle_app::testlib::catalog(&[
             ("a/1.flac", "Alpha", "A1", "t1", "Jazz", 0),
             ("a/2.flac", "Alpha", "A1", "t2", "Jazz", 0),
             ("b/1.flac", "Beta", "B1", "t3", "Jazz", 0),

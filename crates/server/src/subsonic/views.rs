@@ -480,6 +480,7 @@ fn orders(cat: &Catalog) -> Orders {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use spindle_app::testlib;
 
     #[test]
     fn every_word_must_occur_in_the_same_item() {
@@ -566,75 +567,5 @@ mod tests {
         let l = Lines::new(["abc", "def"].into_iter().map(String::from));
         assert!(l.find(&["cd".into()]).is_empty());
         assert_eq!(l.find(&["ef".into()]), vec![1]);
-    }
-}
-
-/// A catalog of a few songs for tests, built by [`Catalog::build`] from a
-/// real library.
-#[cfg(test)]
-pub(crate) mod testlib {
-    use std::path::PathBuf;
-
-    use spindle_query::Value;
-    use spindle_store::{Db, Op};
-
-    use crate::catalog::Catalog;
-
-    /// The music folder the songs lie in (nothing is read from it).
-    pub const ROOT: &str = "/music";
-
-    /// (path below [`ROOT`], artist, album, title, genre, plays); an
-    /// empty genre is none.
-    pub type Row<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str, i64);
-
-    pub fn catalog(rows: &[Row<'_>]) -> Catalog {
-        let (_dir, db) = library(rows);
-        let lib = db.read();
-        Catalog::build(&lib, &[PathBuf::from(ROOT)])
-    }
-
-    /// The library of `rows` (entry ids 1, 2, …), in a folder that lasts
-    /// as long as the returned guard.
-    pub fn library(rows: &[Row<'_>]) -> (tempfile::TempDir, Db) {
-        let entries = rows.iter().enumerate().map(|(n, row)| {
-            let (path, artist, album, title, genre, plays) = *row;
-            let id = n as i64 + 1;
-            let mut props = vec![
-                ("url", "server", Value::Str(format!("file://{ROOT}/{path}"))),
-                ("added", "server", Value::Int(1000 + id)),
-                ("timesplayed", "server", Value::Int(plays)),
-                ("artist", "plugin/id3v2", Value::Str(artist.into())),
-                ("album", "plugin/id3v2", Value::Str(album.into())),
-                ("title", "plugin/id3v2", Value::Str(title.into())),
-                ("tracknr", "plugin/id3v2", Value::Int(id)),
-            ];
-            if !genre.is_empty() {
-                props.push(("genre", "plugin/id3v2", Value::Str(genre.into())));
-            }
-            props
-        });
-        library_of(entries)
-    }
-
-    /// A library of entries 1, 2, … with their `(key, source, value)`
-    /// properties, in a folder that lasts as long as the returned guard.
-    pub fn library_of<'k>(
-        entries: impl IntoIterator<Item = Vec<(&'k str, &'k str, Value)>>,
-    ) -> (tempfile::TempDir, Db) {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(dir.path()).unwrap();
-        let mut ops = Vec::new();
-        for (n, props) in entries.into_iter().enumerate() {
-            let entry = n as u32 + 1;
-            ops.push(Op::CreateEntry(entry));
-            ops.extend(props.into_iter().map(|(key, source, value)| Op::AddProp {
-                entry,
-                key: key.into(),
-                source: source.into(),
-                value,
-            }));
-        }
-        db.commit(ops).unwrap();
-        (dir, db)
     }
 }

@@ -113,13 +113,8 @@ async fn add_user(
     User(by, Admin): User<Admin>,
     SmallJson(f): SmallJson<NewUser>,
 ) -> Response {
-    let profile = Profile {
-        roles: Roles {
-            admin: f.admin,
-            ..Roles::default()
-        },
-        ..Profile::default()
-    };
+    let mut profile = Profile::default();
+    profile.roles.admin = f.admin;
     let st2 = st.clone();
     let name = f.name.clone();
     let made = tokio::task::spawn_blocking(move || {

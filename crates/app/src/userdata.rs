@@ -15,7 +15,7 @@
 //!
 //! Stars and ratings are by the id a client sees (song, `al-…` album,
 //! `ar-…` artist); song ratings live in the library instead
-//! ([`crate::subsonic`]'s `setRating`). Playlists, play queues, bookmarks
+//! (the Subsonic API's `setRating`). Playlists, play queues, bookmarks
 //! and shares hold entry ids; a song whose entry is gone is skipped when
 //! they are shown. Everything a user can store has a limit per user (the
 //! `MAX_` constants, listed in `docs/security.md`), so a file stays small

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::UserDataError;
-use crate::state::lock;
+use crate::sync::lock;
 
 /// A file's mode: its owner's only, whatever the umask.
 pub(super) const FILE_MODE: u32 = 0o600;

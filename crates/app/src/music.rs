@@ -2,7 +2,7 @@
 //! how their files are reached (directly, or through the storage tiers),
 //! the [`Catalog`] of the library over them, and per-user data (Subsonic
 //! stars and playlists, whether a user's listening history is public). A
-//! field of [`crate::AppState`]; it holds no request state of its own.
+//! field of the server's state; it holds no request state of its own.
 //!
 //! The catalog is built from the whole library (seconds at 100,000
 //! tracks), so requests never wait for a rebuild they do not need:
@@ -33,7 +33,7 @@ use spindle_store::{Db, Library};
 
 use crate::accounts::Accounts;
 use crate::catalog::{Catalog, Song};
-use crate::state::lock;
+use crate::sync::lock;
 use crate::userdata::{UserData, UserDataError, USERDATA_DIR};
 
 /// Why the music side could not be set up.
@@ -59,7 +59,7 @@ pub struct Music {
     cache: Arc<Cache>,
     /// The refresher thread, while it runs.
     refresher: Mutex<Option<JoinHandle<()>>>,
-    pub(crate) userdata: UserData,
+    pub userdata: UserData,
     /// The storage tiers, when `[tiers]` is configured: streams go
     /// through them instead of straight to the music folder.
     tiers: Option<Arc<spindle_tiers::Tiers>>,
@@ -288,16 +288,31 @@ impl Music {
     }
 
     /// The file of a song opened for streaming, as [`Music::file_of`]
-    /// checks it, from the open-file cache of `reader` (the state's
-    /// [`crate::stream::Reader`], which then reads it).
-    pub fn stream_of(
+    /// checks it, by `opener` (the server's open-file cache, which then
+    /// reads it).
+    pub fn stream_of<O: Opener + ?Sized>(
         &self,
-        reader: &crate::stream::Reader,
+        opener: &O,
         song: &Song,
-    ) -> Result<crate::stream::OpenFile, OpenRefused> {
-        reader
+    ) -> Result<O::File, OpenRefused> {
+        opener
             .open(self.folder_of(song)?, &song.file)
             .inspect_err(log_refused)
+    }
+}
+
+/// What opens a song's file below its music folder for streaming (the
+/// server's open-file cache).
+pub trait Opener {
+    type File;
+    fn open(&self, root: &MusicRoot, path: &std::path::Path) -> Result<Self::File, OpenRefused>;
+}
+
+impl<T: Opener + ?Sized> Opener for Arc<T> {
+    type File = T::File;
+
+    fn open(&self, root: &MusicRoot, path: &std::path::Path) -> Result<T::File, OpenRefused> {
+        (**self).open(root, path)
     }
 }
 
@@ -498,7 +513,7 @@ impl Cache {
 /// whether the user is private or does not exist, so user names cannot
 /// be told apart. Without `music` (a router without the music side) only
 /// the owner may.
-pub(crate) fn history_readable(
+pub fn history_readable(
     accounts: &Accounts,
     music: Option<&Music>,
     owner: &str,
@@ -512,7 +527,8 @@ pub(crate) fn history_readable(
 
 /// Logs a refused open of a file under a music folder (a missing file is
 /// not news), so an administrator sees links that lead out of a folder.
-fn log_refused(e: &OpenRefused) {
+/// Logs a refusal other than a missing file.
+pub fn log_refused(e: &OpenRefused) {
     if !e.is_missing() {
         tracing::warn!("refused to open a file: {e}");
     }
@@ -527,7 +543,7 @@ mod tests {
     use spindle_store::Op;
 
     use super::*;
-    use crate::subsonic::views::testlib::{self, Row, ROOT};
+    use crate::testlib::{self, Row, ROOT};
 
     const ROWS: &[Row<'static>] = &[
         ("A/1.flac", "A", "X", "one", "Jazz", 1),

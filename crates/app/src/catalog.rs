@@ -35,7 +35,7 @@ use crate::accounts::md5_hex;
 pub const VARIOUS_ARTISTS: &str = "Various Artists";
 
 /// The leading words a sort name leaves out by default ("The Beatles"
-/// sorts as "Beatles"); [`crate::state::Config::ignored_articles`] sets
+/// sorts as "Beatles"); the server's `ignored_articles` setting sets
 /// others.
 pub const DEFAULT_IGNORED_ARTICLES: &[&str] = &[
     "The", "A", "An", "El", "La", "Las", "Le", "Les", "Los", "Die", "Das", "Der",
@@ -752,7 +752,7 @@ fn file_stem(p: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::subsonic::views::testlib::library_of;
+    use crate::testlib::library_of;
     use spindle_query::Value;
 
     /// A catalog of entries given as (path below /music, [(key, value)]),

@@ -13,7 +13,7 @@
 //! catalog's own folding (an artist of the history is in the library when
 //! [`crate::catalog::artist_id`] of its name is a catalog artist).
 //!
-//! [`SimilarCache`] (a field of [`crate::AppState`]) keeps one
+//! [`SimilarCache`] (a field of the server's state) keeps one
 //! [`Similar`] per catalog and history size, rebuilt at most every
 //! [`REBUILD_EVERY`], so a request reads a ready table.
 
@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use spindle_listens::{ChartKind, ChartQuery, Listens, RecentQuery};
 
 use crate::catalog::Catalog;
-use crate::state::lock;
+use crate::sync::lock;
 
 /// The most artists of one basket (a user's day) counted: the day's most
 /// played. Pairs grow with the square of this.
@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn shared_genres_make_artists_similar_without_any_history() {
-        let cat = crate::subsonic::views::testlib::catalog(&[
+        let cat = crate::testlib::catalog(&[
             ("a/1.flac", "Alpha", "A1", "t1", "Jazz", 0),
             ("b/1.flac", "Beta", "B1", "t2", "Jazz", 0),
             ("c/1.flac", "Gamma", "C1", "t3", "Noise", 0),
@@ -326,7 +326,7 @@ mod tests {
 
     #[test]
     fn co_listening_outranks_a_genre_alone() {
-        let cat = crate::subsonic::views::testlib::catalog(&[
+        let cat = crate::testlib::catalog(&[
             ("a/1.flac", "Alpha", "A1", "t1", "Jazz", 0),
             ("b/1.flac", "Beta", "B1", "t2", "Jazz", 0),
             ("c/1.flac", "Gamma", "C1", "t3", "Noise", 0),

@@ -111,7 +111,6 @@ fn is_zero(n: &u32) -> bool {
 /// always false and not stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-#[non_exhaustive]
 pub struct Roles {
     /// Manages users, internet radio stations and scans; has every other
     /// role too.
@@ -277,7 +276,7 @@ pub fn hex(b: &[u8]) -> String {
     s
 }
 
-pub(crate) fn unhex(s: &str) -> Option<Vec<u8>> {
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
         return None;
     }
@@ -506,9 +505,10 @@ impl Accounts {
     }
 
     /// [`Accounts::add_user`] with cheap Argon2 parameters (64 KiB, one
-    /// pass), for tests that run many logins.
-    #[cfg(test)]
-    pub(crate) fn add_user_cheaply(&self, name: &str, password: &str) {
+    /// pass), for tests that run many logins (here and, with the
+    /// `testkit` feature, in other crates).
+    #[cfg(any(test, feature = "testkit"))]
+    pub fn add_user_cheaply(&self, name: &str, password: &str) {
         let params = argon2::Params::new(64, 1, 1, None).expect("valid parameters");
         let argon = Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
         self.add_user_hashed_by(name, password, 0, &argon)
@@ -714,14 +714,14 @@ impl Accounts {
     }
 
     /// The user's Argon2 hash (PHC string), for the server's hashing pool
-    /// ([`crate::auth_guard`]), which checks it with bounded memory.
+    /// (the server's login guard), which checks it with bounded memory.
     pub fn password_hash(&self, name: &str) -> Option<String> {
         self.lookup(|d| d.users.get(name).map(|u| u.password_hash.clone()))
     }
 
     /// Checks a password against the Argon2 hash, on the caller's thread
     /// (for the command line; the server goes through
-    /// [`crate::auth_guard::AuthGuard::password`]).
+    /// the server's `AuthGuard::password`).
     pub fn check_password(&self, name: &str, password: &str) -> bool {
         let Some(hash) = self.lookup(|d| d.users.get(name).map(|u| u.password_hash.clone())) else {
             return false;
@@ -904,7 +904,7 @@ fn apply(u: &mut User, p: Profile) {
 }
 
 /// Compares in time that depends on the lengths only.
-pub(crate) fn constant_eq(a: &[u8], b: &[u8]) -> bool {
+pub fn constant_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
