@@ -7,7 +7,8 @@
 //! - **Who** ([`Who`]): a song outside the music folders of the one who
 //!   asks is as unknown as a missing one. Subsonic checks its grant
 //!   before ([`crate::subsonic`]'s `access::gate`); the web player's user
-//!   is checked here; a share link plays the share's songs.
+//!   and a share's owner are checked here, so a share stops playing what
+//!   its owner may no longer see.
 //! - **What** ([`Play`]): the file as it is (a download, a share link);
 //!   a Subsonic player's `format`, `maxBitRate` and `timeOffset` over the
 //!   `[transcode]` rules of its user and client ([`transcode::plan_for`]);
@@ -65,7 +66,8 @@ pub(crate) enum Who {
     /// their music folders.
     User(String),
     /// Whoever holds the share link with this token: the share must be
-    /// live and hold the song.
+    /// live and hold the song, and its owner must still be granted the
+    /// song's music folder.
     Share(String),
 }
 
@@ -173,6 +175,7 @@ fn decide_in(st: &AppState, cat: &Catalog, req: Request) -> Result<Source, Refus
         Who::User(_) => return Err(Refused::NoSong),
         Who::Share(token) => {
             crate::share::live_with(st, &token, s.id)
+                .filter(|share| crate::web::may_see(st, &share.owner, s))
                 .ok_or(Refused::NoSong)?
                 .owner
         }

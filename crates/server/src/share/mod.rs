@@ -8,9 +8,11 @@
 //!   inline script).
 //!
 //! A share that does not exist, was deleted or has expired answers 404 to
-//! all of them, and a song not in the share is never streamed. Shares are
-//! made through the Subsonic API ([`crate::subsonic`]'s `createShare`)
-//! and kept in [`crate::userdata`].
+//! all of them, and a song not in the share is never streamed; nor is a
+//! song its owner may no longer see (music folder grants, checked at
+//! every request): its stream answers that 404 and the page leaves it
+//! out. Shares are made through the Subsonic API ([`crate::subsonic`]'s
+//! `createShare`) and kept in [`crate::userdata`].
 
 mod page;
 
@@ -88,8 +90,15 @@ fn gone() -> Response {
 async fn show(State(st): State<AppState>, Path(token): Path<String>) -> Response {
     let st2 = st.clone();
     let html = tokio::task::spawn_blocking(move || {
-        let share = st2.music.userdata.visit_share(&token, st2.now())?;
+        let mut share = st2.music.userdata.visit_share(&token, st2.now())?;
         let cat = st2.music.catalog(&st2.db);
+        // Only what plays: what its owner may still see.
+        let access = crate::subsonic::access::Access::of(&st2, &share.owner);
+        if !access.is_everything() {
+            share
+                .songs
+                .retain(|&e| cat.song_by_entry(e).is_some_and(|s| access.sees_song(s)));
+        }
         Some(page::render(&token, &share, &cat))
     })
     .await
@@ -117,8 +126,8 @@ pub(crate) fn live_with(st: &AppState, token: &str, song: u32) -> Option<Share> 
         .filter(|s| s.live(st.now()) && s.songs.contains(&song))
 }
 
-/// A song of a live share, as it is (through [`crate::source`]); else
-/// the share's 404.
+/// A song of a live share, as it is (through [`crate::source`]), while
+/// the share's owner may still see it; else the share's 404.
 async fn stream(
     State(st): State<AppState>,
     method: Method,
