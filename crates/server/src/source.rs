@@ -12,8 +12,9 @@
 //! - **What** ([`Play`]): the file as it is (a download, a share link);
 //!   a Subsonic player's `format`, `maxBitRate` and `timeOffset` over the
 //!   `[transcode]` rules of its user and client ([`transcode::plan_for`]);
-//!   or the web player, which gets MP3 of what `<audio>` cannot decode
-//!   ([`transcode::for_browser`]).
+//!   or the web player, which gets the same rules for its user and the
+//!   client name [`crate::web::WEB_CLIENT`], and MP3 of what `<audio>`
+//!   cannot decode ([`transcode::for_browser`]).
 //! - **Which copy** ([`Source`]): a transcode ([`transcode::serve`]:
 //!   cached copy or ffmpeg), else with storage tiers the copy
 //!   [`crate::tiered`] opens, else the file in its music folder, opened
@@ -85,8 +86,9 @@ pub(crate) enum Play {
         ask: transcode::Ask,
         estimate: bool,
     },
-    /// A browser's `<audio>`: MP3 of what browsers cannot decode.
-    Browser,
+    /// A browser's `<audio>` (client name `client` for the rules): the
+    /// rules' transcode, else MP3 of what browsers cannot decode.
+    Browser { client: &'static str },
 }
 
 /// What [`decide`] chose.
@@ -186,7 +188,10 @@ fn decide_in(st: &AppState, cat: &Catalog, req: Request) -> Result<Source, Refus
             past_the_end(ask.offset, s.duration)?;
             transcode::plan_for(st, &user, client, s, ask)?
         }
-        Play::Browser => transcode::for_browser(s).map_or(Plan::Original, Plan::Transcode),
+        Play::Browser { client } => {
+            let ruled = transcode::plan_for(st, &user, client, s, &transcode::Ask::default())?;
+            for_browser(ruled, s)
+        }
     };
     if let Plan::Transcode(target) = plan {
         let (next, estimate) = match play {
@@ -224,6 +229,17 @@ fn decide_in(st: &AppState, cat: &Catalog, req: Request) -> Result<Source, Refus
             attachment,
         },
     })
+}
+
+/// The web player's plan: the rules' plan `ruled` (a browser asks for
+/// nothing itself), unless that sends a file `<audio>` cannot decode,
+/// which becomes MP3 ([`transcode::for_browser`]). Every format a rule
+/// names plays in current browsers.
+fn for_browser(ruled: Plan, s: &Song) -> Plan {
+    match ruled {
+        Plan::Original => transcode::for_browser(s).map_or(Plan::Original, Plan::Transcode),
+        t => t,
+    }
 }
 
 /// A seek at or past the end of a song of `duration` seconds is refused.
@@ -311,4 +327,35 @@ fn disposition(name: &str) -> Option<HeaderValue> {
         })
         .collect();
     HeaderValue::from_str(&format!("attachment; filename=\"{ascii}\"")).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subsonic::views::testlib;
+    use crate::transcode::Format;
+
+    #[test]
+    fn the_web_player_gets_the_rules_plan_unless_that_sends_what_browsers_cannot_decode() {
+        let cat = testlib::catalog(&[
+            ("a/1.wv", "Ann", "Packed", "one", "", 0),
+            ("a/2.flac", "Ann", "Plain", "two", "", 0),
+        ]);
+        let of = |suffix: &str| cat.songs.iter().find(|s| s.suffix == suffix).unwrap();
+        let (wv, flac) = (of("wv"), of("flac"));
+        let opus = Plan::Transcode(Target {
+            format: Format::Opus,
+            bitrate: 96,
+            offset: 0.0,
+        });
+        assert_eq!(for_browser(opus, wv), opus);
+        assert_eq!(for_browser(opus, flac), opus);
+        assert_eq!(for_browser(Plan::Original, flac), Plan::Original);
+        let mp3 = Plan::Transcode(Target {
+            format: Format::Mp3,
+            bitrate: transcode::BROWSER_BITRATE,
+            offset: 0.0,
+        });
+        assert_eq!(for_browser(Plan::Original, wv), mp3);
+    }
 }

@@ -56,6 +56,9 @@ use crate::state::AppState;
 use extract::{Csrf, SmallJson, User};
 
 const COOKIE: &str = "spindle_session";
+/// The web player's client name: in its listens, and for the
+/// `[transcode]` rules (`client = "Spindle web"`).
+pub const WEB_CLIENT: &str = "Spindle web";
 const CSRF_HEADER: &str = "x-spindle-csrf";
 /// A web session ends after this long without a request: 7 days, so a
 /// browser used weekly stays logged in and a forgotten one does not.
@@ -337,8 +340,8 @@ async fn with_catalog(
 }
 
 /// `/ui/stream/ID`: a song the session's user may see, through
-/// [`crate::source`] (MP3 of what browsers cannot decode); 404 for a
-/// song unknown or hidden.
+/// [`crate::source`] (the rules for the user and [`WEB_CLIENT`], MP3 of
+/// what browsers cannot decode); 404 for a song unknown or hidden.
 async fn stream(
     State(st): State<AppState>,
     method: Method,
@@ -350,7 +353,7 @@ async fn stream(
     let req = Request {
         song: SongRef::Id(id),
         who: Who::User(user),
-        play: Play::Browser,
+        play: Play::Browser { client: WEB_CLIENT },
     };
     match crate::source::decide(&st, None, req).await {
         Ok(source) => crate::source::serve(&st, source, &h, method == Method::HEAD)
