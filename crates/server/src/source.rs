@@ -233,8 +233,8 @@ fn decide_in(st: &AppState, cat: &Catalog, req: Request) -> Result<Source, Refus
 
 /// The web player's plan: the rules' plan `ruled` (a browser asks for
 /// nothing itself), unless that sends a file `<audio>` cannot decode,
-/// which becomes MP3 ([`transcode::for_browser`]). Every format a rule
-/// names plays in current browsers.
+/// which becomes MP3 ([`transcode::for_browser`]). A format a rule names
+/// is the rule's (docs/transcoding.md: not every browser plays Ogg).
 fn for_browser(ruled: Plan, s: &Song) -> Plan {
     match ruled {
         Plan::Original => transcode::for_browser(s).map_or(Plan::Original, Plan::Transcode),
