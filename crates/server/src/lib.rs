@@ -76,6 +76,7 @@ pub mod settings;
 pub mod share;
 mod shutdown;
 pub mod similar;
+mod source;
 mod state;
 pub mod stream;
 pub mod subsonic;
