@@ -72,6 +72,7 @@ mod server;
 pub mod settings;
 pub mod share;
 mod shutdown;
+mod source;
 mod state;
 pub mod stream;
 pub mod subsonic;

@@ -910,6 +910,46 @@ async fn the_web_ui_shows_a_limited_user_nothing_of_the_hidden_folder() {
 }
 
 #[tokio::test]
+async fn a_share_stops_playing_and_listing_what_its_owner_may_no_longer_see() {
+    let fx = fixture().await;
+    // cy shared a song of each folder before being limited to the first.
+    let sh = fx.ok("cy", "getShares", &[]).await;
+    let token = sh["shares"]["share"][0]["id"].as_str().unwrap().to_owned();
+    let req = |method: &str, uri: String| {
+        Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(header::HOST, "127.0.0.1:4533")
+            .body(Body::empty())
+            .unwrap()
+    };
+    let visible = format!("/share/{token}/stream/{}", fx.song);
+    let hidden = format!("/share/{token}/stream/{}", fx.h_songs[0]);
+    let unknown = format!("/share/nosuchshare/stream/{}", fx.h_songs[0]);
+    let (status, _, _) = send(&fx.app, req("GET", visible.clone())).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, _, gone) = send(&fx.app, req("GET", unknown)).await;
+    for method in ["GET", "HEAD"] {
+        let (status, _, body) = send(&fx.app, req(method, hidden.clone())).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method}");
+        if method == "GET" {
+            assert_eq!(body, gone, "as a share that is gone");
+        }
+    }
+    let (status, _, page) = send(&fx.app, req("GET", format!("/share/{token}"))).await;
+    assert_eq!(status, StatusCode::OK);
+    let page = String::from_utf8_lossy(&page).to_lowercase();
+    assert!(!page.contains(MARK), "{page}");
+    assert!(page.contains(&format!("/stream/{}", fx.song)), "{page}");
+    // Granted every folder again, the unchanged share plays it again.
+    let mut profile = fx._setup.accounts.profile("cy").unwrap();
+    profile.folders = Vec::new();
+    fx._setup.accounts.set_profile("cy", profile).unwrap();
+    let (status, _, _) = send(&fx.app, req("GET", hidden)).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
 async fn the_web_ui_stars_and_rates_a_hidden_id_as_an_unknown_one() {
     let fx = fixture().await;
     let cookie = session(&fx.app, "cy", PW).await;

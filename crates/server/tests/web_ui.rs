@@ -625,3 +625,56 @@ async fn metrics_answer_a_user_by_basic_bearer_or_session_and_refuse_others() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_web_player_gets_the_transcode_rules_of_its_user_and_client_name() {
+    let d = Setup::demo().user("ann", "pw").user("bob", "pw2");
+    let rule = "[[transcode.rule]]\nuser = \"ann\"\nclient = \"Spindle web\"\n\
+                format = \"opus\"\nbitrate = 96\n";
+    let config = Config {
+        transcode: spindle_server::transcode::TranscodeConfig::parse(
+            rule,
+            std::path::Path::new("server.toml"),
+        )
+        .unwrap(),
+        ..Config::default()
+    };
+    let app = spindle_server::router(d.state(config, Arc::new(SystemClock)));
+    let ann = session(&app, "ann", "pw").await;
+    let bob = session(&app, "bob", "pw2").await;
+    let id = {
+        let (_, _, body) = send(&app, get_as("/ui/api/search?q=", &ann)).await;
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        v["songs"][0]["id"].as_u64().unwrap()
+    };
+    // HEAD: the answer's headers say what a GET would send, with no
+    // encode started.
+    let head = |uri: String, cookie: Option<&str>| {
+        let mut b = Request::head(uri).header(header::HOST, "127.0.0.1:4533");
+        if let Some(c) = cookie {
+            b = b.header(header::COOKIE, c);
+        }
+        let app = app.clone();
+        async move {
+            let r = app.oneshot(b.body(Body::empty()).unwrap()).await.unwrap();
+            assert_eq!(r.status(), StatusCode::OK);
+            r.headers()
+                .get("x-spindle-transcode")
+                .map(|v| v.to_str().unwrap().to_owned())
+        }
+    };
+    let web = format!("/ui/stream/{id}");
+    assert_eq!(
+        head(web.clone(), Some(&ann)).await.as_deref(),
+        Some("opus-96")
+    );
+    assert_eq!(head(web, Some(&bob)).await, None, "no rule covers bob");
+    // The Subsonic API applies the same rule to the same client name, and
+    // not to another.
+    let rest = |c: &str| format!("/rest/stream?u=ann&p=pw&v=1.16.1&c={c}&id={id}");
+    assert_eq!(
+        head(rest("Spindle%20web"), None).await.as_deref(),
+        Some("opus-96")
+    );
+    assert_eq!(head(rest("DSub"), None).await, None);
+}

@@ -8,9 +8,11 @@
 //!   inline script).
 //!
 //! A share that does not exist, was deleted or has expired answers 404 to
-//! all of them, and a song not in the share is never streamed. Shares are
-//! made through the Subsonic API ([`crate::subsonic`]'s `createShare`)
-//! and kept in [`crate::userdata`].
+//! all of them, and a song not in the share is never streamed; nor is a
+//! song its owner may no longer see (music folder grants, checked at
+//! every request): its stream answers that 404 and the page leaves it
+//! out. Shares are made through the Subsonic API ([`crate::subsonic`]'s
+//! `createShare`) and kept in [`crate::userdata`].
 
 mod page;
 
@@ -88,8 +90,15 @@ fn gone() -> Response {
 async fn show(State(st): State<AppState>, Path(token): Path<String>) -> Response {
     let st2 = st.clone();
     let html = tokio::task::spawn_blocking(move || {
-        let share = st2.music.userdata.visit_share(&token, st2.now())?;
+        let mut share = st2.music.userdata.visit_share(&token, st2.now())?;
         let cat = st2.music.catalog(&st2.db);
+        // Only what plays: what its owner may still see.
+        let access = crate::subsonic::access::Access::of(&st2, &share.owner);
+        if !access.is_everything() {
+            share
+                .songs
+                .retain(|&e| cat.song_by_entry(e).is_some_and(|s| access.sees_song(s)));
+        }
         Some(page::render(&token, &share, &cat))
     })
     .await
@@ -110,55 +119,36 @@ async fn script() -> Response {
 }
 
 /// A live share holding `song`.
-fn live_with(st: &AppState, token: &str, song: u32) -> Option<Share> {
+pub(crate) fn live_with(st: &AppState, token: &str, song: u32) -> Option<Share> {
     st.music
         .userdata
         .share(token)
         .filter(|s| s.live(st.now()) && s.songs.contains(&song))
 }
 
+/// A song of a live share, as it is (through [`crate::source`]), while
+/// the share's owner may still see it; else the share's 404.
 async fn stream(
     State(st): State<AppState>,
     method: Method,
     h: HeaderMap,
     Path((token, song)): Path<(String, String)>,
 ) -> Response {
+    use crate::source::{Play, Request, SongRef, Who};
     let Ok(entry) = song.parse::<u32>() else {
         return gone();
     };
-    let st2 = st.clone();
-    let found = tokio::task::spawn_blocking(move || {
-        live_with(&st2, &token, entry)?;
-        let m = &st2.music;
-        let cat = m.catalog(&st2.db);
-        let s = cat.song_by_entry(entry)?;
-        // Through the tiers, the music folder is one copy among several.
-        let path = match m.tiers() {
-            Some(_) => None,
-            None => Some(m.stream_of(&st2.reader, s).ok()?),
-        };
-        Some((path, s.content_type.clone(), crate::Music::track_of(s)))
-    })
-    .await
-    .ok()
-    .flatten();
-    let Some((path, ct, track)) = found else {
-        return gone();
+    let req = Request {
+        song: SongRef::Entry(entry),
+        who: Who::Share(token),
+        play: Play::Original { attachment: false },
     };
-    let head = method == Method::HEAD;
-    let (r, sent) = match (path, st.tiers()) {
-        (_, Some(tiers)) => {
-            crate::tiered::serve_track(tiers, &st.reader, &track, &ct, &h, head).await
-        }
-        (Some(opened), None) => {
-            crate::stream::serve_opened(&st.reader, opened, &ct, &h, head).await
-        }
-        (None, None) => return gone(),
-    };
-    if sent.status < 300 {
-        st.metrics.stream(sent.bytes);
+    match crate::source::decide(&st, None, req).await {
+        Ok(source) => crate::source::serve(&st, source, &h, method == Method::HEAD)
+            .await
+            .unwrap_or_else(|e| crate::transcode::error_response(&e)),
+        Err(_) => gone(),
     }
-    r
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use spindle_listens::Listen;
 
 use super::{missing, not_found, Ctx, Fail};
 use crate::scrobble;
-use crate::stream::serve_opened;
+use crate::source::{self, Play, Refused, Request, SongRef, Who};
 use crate::transcode;
 
 type Answer = Result<Response, Fail>;
@@ -16,10 +16,10 @@ type Answer = Result<Response, Fail>;
 /// `stream`, transcoded ([`crate::transcode`]): `format`, `maxBitRate`
 /// (kbit/s), the rules' per-user and per-client defaults, `timeOffset`
 /// (or `transcodeOffset`, seconds) and `estimateContentLength`.
-/// `download` always sends the file.
+/// `download` always sends the file. The grant was checked before
+/// (`access::gate`); the decision and the answer are [`crate::source`]'s.
 pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download: bool) -> Answer {
-    let id = c.req("id")?.to_owned();
-    let st = c.state.clone();
+    let song = SongRef::Id(c.req("id")?.to_owned());
     let ask = match download {
         true => None,
         false => Some(transcode::Ask {
@@ -28,99 +28,41 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
             offset: offset(&c)?,
         }),
     };
-    let seek = ask.as_ref().map_or(0.0, |a| a.offset);
     let estimate = c.flag("estimateContentLength")?.unwrap_or(false);
-    let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
-    let (user, client) = (c.user.clone(), c.p.get("c").unwrap_or("").to_owned());
-    let queued_as = user.clone();
-    // With the catalog built and current, the lookup is a map access and a
-    // realpath: done here, it saves a hop to the blocking pool per stream.
-    if c.cat.is_none() {
-        c.cat = st.music.recent_catalog();
-    }
-    let inline = c.cat.as_ref().is_some_and(|cat| cat.song(&id).is_some());
-    let mut lookup = move || {
-        let cat = c.cat();
-        let s = cat.song(&id).ok_or_else(|| not_found("Song"))?;
-        past_the_end(seek, s.duration)?;
-        let plan = match &ask {
-            Some(a) => transcode::plan_for(&c.state, &user, &client, s, a)
-                .map_err(|e| Fail(0, e.to_string()))?,
-            None => transcode::Plan::Original,
-        };
-        let track = crate::Music::track_of(s);
-        let music = &c.state.music;
-        let name = s
-            .file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if let transcode::Plan::Transcode(t) = plan {
-            let p = transcode::Prepared::of(&c.state, s);
-            let next = transcode::prepare::next_in_album(&c.state, &cat, s);
-            let tc = Some((p, t, next));
-            return Ok::<_, Fail>((None, s.content_type.clone(), name, track, tc));
-        }
-        // Through the tiers, the music folder is one copy among several.
-        let path = match music.tiers() {
-            Some(_) => None,
-            None => Some(
-                music
-                    .stream_of(&c.state.reader, s)
-                    .map_err(|_| not_found("File"))?,
-            ),
-        };
-        Ok::<_, Fail>((path, s.content_type.clone(), name, track, None))
+    let play = match ask {
+        None => Play::Original { attachment: true },
+        Some(ask) => Play::Player {
+            client: c.p.get("c").unwrap_or("").to_owned(),
+            ask,
+            estimate,
+        },
     };
-    let (path, ct, name, track, transcoded) = if inline {
-        lookup()?
-    } else {
-        tokio::task::spawn_blocking(lookup)
-            .await
-            .map_err(|_| Fail(0, "lookup failed".into()))??
+    let st = c.state.clone();
+    let cat = c.cat.take().or_else(|| st.music.recent_catalog());
+    let req = Request {
+        song,
+        who: Who::Checked(std::mem::take(&mut c.user)),
+        play,
     };
-    let (mut resp, sent) = match (transcoded, path, st.tiers()) {
-        (Some((p, t, next)), _, _) => {
-            let answer = transcode::serve(&st, p, t, headers, head, estimate, &queued_as, next);
-            match answer.await {
-                Ok(answer) => answer,
-                Err(e @ transcode::TranscodeError::Busy(_)) => {
-                    let mut r = super::response::error(0, &e.to_string(), &fmt);
-                    *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-                    r.headers_mut().insert(
-                        header::RETRY_AFTER,
-                        HeaderValue::from(transcode::RETRY_AFTER_SECS),
-                    );
-                    return Ok(r);
-                }
-                Err(e) => return Err(Fail(0, e.to_string())),
-            }
+    let source = source::decide(&st, cat, req).await.map_err(|e| match e {
+        Refused::NoSong => not_found("Song"),
+        Refused::NoFile => not_found("File"),
+        e => Fail(0, e.to_string()),
+    })?;
+    match source::serve(&st, source, headers, head).await {
+        Ok(r) => Ok(r),
+        Err(e @ transcode::TranscodeError::Busy(_)) => {
+            let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
+            let mut r = super::response::error(0, &e.to_string(), &fmt);
+            *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+            r.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(transcode::RETRY_AFTER_SECS),
+            );
+            Ok(r)
         }
-        (None, _, Some(tiers)) => {
-            crate::tiered::serve_track(tiers, &st.reader, &track, &ct, headers, head).await
-        }
-        (None, Some(opened), None) => serve_opened(&st.reader, opened, &ct, headers, head).await,
-        (None, None, None) => return Err(not_found("File")),
-    };
-    if sent.status < 300 {
-        st.metrics.stream(sent.bytes);
+        Err(e) => Err(Fail(0, e.to_string())),
     }
-    if download {
-        let ascii: String = name
-            .chars()
-            .map(|ch| {
-                if ch.is_ascii_graphic() && ch != '"' && ch != '\\' {
-                    ch
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{ascii}\"")) {
-            resp.headers_mut().insert(header::CONTENT_DISPOSITION, v);
-        }
-    }
-    Ok(resp)
 }
 
 /// The longest seek (`timeOffset`) into a song whose length is unknown:
@@ -143,22 +85,6 @@ fn offset(c: &Ctx) -> Result<f64, Fail> {
             0,
             format!("Parameter {name} must be seconds from 0 to {MAX_OFFSET_SECS}, not {v:?}"),
         )),
-    }
-}
-
-/// A seek at or past the end of a song of `duration` seconds is error 0:
-/// there is nothing to play from there.
-fn past_the_end(seek: f64, duration: Option<i64>) -> Result<(), Fail> {
-    match duration {
-        #[allow(
-            clippy::cast_precision_loss,
-            reason = "a song's length in seconds is far below 2^52"
-        )]
-        Some(d) if seek > 0.0 && seek >= d as f64 => Err(Fail(
-            0,
-            format!("timeOffset {seek} s is at or past the end of the song ({d} s)"),
-        )),
-        _ => Ok(()),
     }
 }
 

@@ -91,7 +91,8 @@ impl Default for TranscodeConfig {
 pub struct Rule {
     /// Exact user name; `None`: any.
     pub user: Option<String>,
-    /// Caseless glob on the client name (`c=`); `None`: any.
+    /// Caseless glob on the client name (`c=`; the web player is
+    /// `Spindle web`); `None`: any.
     pub client: Option<String>,
     /// The pattern as written, and parsed (`suffix:X` stands for the file
     /// name's extension: `url~*.X`); `None`: any track.

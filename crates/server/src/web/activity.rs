@@ -89,7 +89,7 @@ pub(super) async fn playing(
         l.album_artist = s.album_artist.clone();
         l.duration = s.duration.and_then(|d| u32::try_from(d).ok());
         l.track_number = s.track.and_then(|t| u32::try_from(t).ok());
-        l.client = "Spindle web".to_owned();
+        l.client = super::WEB_CLIENT.to_owned();
         Some(l)
     })
     .await

@@ -39,6 +39,8 @@ pub use admin::ADMIN_ROUTES;
 pub use sessions::{SessionInfo, Sessions};
 pub use setup::{FirstRun, SETUP_CODE_GROUPS};
 
+pub(crate) use library::may_see;
+
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
@@ -54,6 +56,9 @@ use crate::state::AppState;
 use extract::{Csrf, SmallJson, User};
 
 const COOKIE: &str = "spindle_session";
+/// The web player's client name: in its listens, and for the
+/// `[transcode]` rules (`client = "Spindle web"`).
+pub const WEB_CLIENT: &str = "Spindle web";
 const CSRF_HEADER: &str = "x-spindle-csrf";
 /// A web session ends after this long without a request: 7 days, so a
 /// browser used weekly stays logged in and a forgotten one does not.
@@ -334,6 +339,9 @@ async fn with_catalog(
     .unwrap_or_else(|_| err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
 }
 
+/// `/ui/stream/ID`: a song the session's user may see, through
+/// [`crate::source`] (the rules for the user and [`WEB_CLIENT`], MP3 of
+/// what browsers cannot decode); 404 for a song unknown or hidden.
 async fn stream(
     State(st): State<AppState>,
     method: Method,
@@ -341,58 +349,16 @@ async fn stream(
     Path(id): Path<String>,
     User(user, _): User,
 ) -> Response {
-    let st2 = st.clone();
-    let user2 = user.clone();
-    let found = tokio::task::spawn_blocking(move || {
-        let m = &st2.music;
-        let cat = m.catalog(&st2.db);
-        // A song outside the user's music folders is as unknown as a
-        // missing one (issue 18).
-        let s = cat
-            .song(&id)
-            .filter(|s| library::may_see(&st2, &user2, s))?;
-        // What <audio> cannot decode (APE, WavPack, ALAC, AIFF, …) is
-        // transcoded (crate::transcode::for_browser).
-        if let Some(t) = crate::transcode::for_browser(s) {
-            let p = crate::transcode::Prepared::of(&st2, s);
-            return Some((None, String::new(), crate::Music::track_of(s), Some((p, t))));
-        }
-        // Through the tiers, the music folder is one copy among several.
-        let path = match m.tiers() {
-            Some(_) => None,
-            None => Some(m.stream_of(&st2.reader, s).ok()?),
-        };
-        Some((
-            path,
-            s.content_type.clone(),
-            crate::Music::track_of(s),
-            None,
-        ))
-    })
-    .await
-    .ok()
-    .flatten();
-    let Some((path, ct, track, transcode)) = found else {
-        return err(StatusCode::NOT_FOUND, "no such song");
+    use crate::source::{Play, Request, SongRef, Who};
+    let req = Request {
+        song: SongRef::Id(id),
+        who: Who::User(user),
+        play: Play::Browser { client: WEB_CLIENT },
     };
-    let head = method == Method::HEAD;
-    if let Some((p, t)) = transcode {
-        return match crate::transcode::serve(&st, p, t, &h, head, false, &user, None).await {
-            Ok((r, _)) => r,
-            Err(e) => crate::transcode::error_response(&e),
-        };
+    match crate::source::decide(&st, None, req).await {
+        Ok(source) => crate::source::serve(&st, source, &h, method == Method::HEAD)
+            .await
+            .unwrap_or_else(|e| crate::transcode::error_response(&e)),
+        Err(_) => err(StatusCode::NOT_FOUND, "no such song"),
     }
-    let (r, sent) = match (path, st.tiers()) {
-        (_, Some(tiers)) => {
-            crate::tiered::serve_track(tiers, &st.reader, &track, &ct, &h, head).await
-        }
-        (Some(opened), None) => {
-            crate::stream::serve_opened(&st.reader, opened, &ct, &h, head).await
-        }
-        (None, None) => return err(StatusCode::NOT_FOUND, "no such song"),
-    };
-    if sent.status < 300 {
-        st.metrics.stream(sent.bytes);
-    }
-    r
 }
