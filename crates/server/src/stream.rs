@@ -320,6 +320,14 @@ pub(crate) fn plain(status: StatusCode, msg: impl Into<Body>) -> (Response, Sent
     )
 }
 
+impl crate::music::Opener for Reader {
+    type File = OpenFile;
+
+    fn open(&self, root: &MusicRoot, path: &Path) -> Result<OpenFile, OpenRefused> {
+        Reader::open(self, root, path)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,13 +402,5 @@ mod tests {
         let (r, _) = ask(&reader, &path, &[], true).await;
         assert_eq!(r.headers()[header::CONTENT_LENGTH], "200000");
         assert!(body_of(r).await.is_empty());
-    }
-}
-
-impl crate::music::Opener for Reader {
-    type File = OpenFile;
-
-    fn open(&self, root: &MusicRoot, path: &Path) -> Result<OpenFile, OpenRefused> {
-        Reader::open(self, root, path)
     }
 }
