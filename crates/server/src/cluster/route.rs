@@ -82,24 +82,6 @@ pub fn is_write(method: &Method, path: &str, query: Option<&str>) -> bool {
     classify(method, path, query) != Class::Local
 }
 
-/// Last.fm 2.0 methods (lower case) that change shipped state: scrobbles,
-/// loves, and the session keys handed out.
-const LASTFM_WRITES: &[&str] = &[
-    "track.scrobble",
-    "track.love",
-    "track.unlove",
-    "auth.getsession",
-    "auth.getmobilesession",
-];
-
-/// Last.fm 2.0 methods (lower case) answered from the primary's memory:
-/// desktop-auth tokens and now playing.
-const LASTFM_MEMORY: &[&str] = &[
-    "auth.gettoken",
-    "track.updatenowplaying",
-    "user.getrecenttracks",
-];
-
 /// See [`is_write`]; this says which kind.
 pub fn classify(method: &Method, path: &str, query: Option<&str>) -> Class {
     let read = *method == Method::GET || *method == Method::HEAD;
@@ -113,14 +95,8 @@ pub fn classify(method: &Method, path: &str, query: Option<&str>) -> Class {
         "/2.0" | "/2.0/" if !read => return Class::Write,
         "/2.0" | "/2.0/" => {
             let p = Params::parse(query, b"");
-            let m = p.get("method").unwrap_or("").to_ascii_lowercase();
-            return if LASTFM_WRITES.contains(&m.as_str()) {
-                Class::Write
-            } else if LASTFM_MEMORY.contains(&m.as_str()) {
-                Class::Memory
-            } else {
-                Class::Local
-            };
+            // The adapter's method table says (crate::lastfm::methods).
+            return crate::lastfm::methods::class_of(p.get("method").unwrap_or(""));
         }
         // Desktop-auth approval: the pending tokens are in memory.
         "/api/auth" | "/api/auth/" => return Class::Memory,

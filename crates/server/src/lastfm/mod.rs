@@ -31,11 +31,13 @@ use crate::params::Params;
 use crate::scrobble::{self, Ignored};
 use crate::state::{lock, AppState, PendingToken};
 use crate::time::lastfm_date;
+use methods::Op;
 use response::{error_body, ok_body, Node};
 
 pub mod as12;
 pub mod auth_page;
 mod charts;
+pub mod methods;
 pub mod response;
 
 /// Most scrobbles in one `track.scrobble` call.
@@ -190,8 +192,14 @@ async fn call(
             return Err(err(6, format!("Invalid parameters - NUL byte in '{name}'")));
         }
     }
-    match method.as_str() {
-        "auth.gettoken" => {
+    let Some(m) = methods::find(&method) else {
+        return Err(err(
+            3,
+            "Invalid Method - No method with that name in this package",
+        ));
+    };
+    match m.op {
+        Op::GetToken => {
             let key = signed(st, p)?;
             let token = random_hex();
             lock(&st.live.tokens).insert(
@@ -204,7 +212,7 @@ async fn call(
             );
             Ok(Some(Node::text("token", token)))
         }
-        "auth.getsession" => {
+        Op::GetSession => {
             let key = signed(st, p)?;
             let token = p.nonempty("token").ok_or_else(|| missing("token"))?;
             let user = {
@@ -227,7 +235,7 @@ async fn call(
             };
             session_node(st, &user, &key).await
         }
-        "auth.getmobilesession" => {
+        Op::GetMobileSession => {
             let key = signed(st, p)?;
             let user = p.nonempty("username").ok_or_else(|| missing("username"))?;
             let checked = match (p.get("password"), p.get("authToken")) {
@@ -240,7 +248,7 @@ async fn call(
             checked.map_err(login_refused)?;
             session_node(st, user, &key).await
         }
-        "track.updatenowplaying" => {
+        Op::UpdateNowPlaying => {
             let user = authed(st, p)?;
             let mut l = listen_from(p, &user).ok_or_else(|| missing("artist, track"))?;
             l.timestamp = st.now();
@@ -261,29 +269,23 @@ async fn call(
                     ),
             ))
         }
-        "track.scrobble" => {
+        Op::Scrobble => {
             let user = authed(st, p)?;
             scrobble_batch(st, p, &user).await.map(Some)
         }
-        "track.love" | "track.unlove" => {
+        Op::Love(on) => {
             let user = authed(st, p)?;
             let artist = p.nonempty("artist").ok_or_else(|| missing("artist"))?;
             let track = p.nonempty("track").ok_or_else(|| missing("track"))?;
-            scrobble::love(
-                st,
-                user,
-                artist.into(),
-                track.into(),
-                method == "track.love",
-            )
-            .await
-            .map_err(|e| match e.is_refusal() {
-                true => err(6, format!("Invalid parameters - {e}")),
-                false => err(16, format!("Temporary error - {e}")),
-            })?;
+            scrobble::love(st, user, artist.into(), track.into(), on)
+                .await
+                .map_err(|e| match e.is_refusal() {
+                    true => err(6, format!("Invalid parameters - {e}")),
+                    false => err(16, format!("Temporary error - {e}")),
+                })?;
             Ok(None)
         }
-        "user.getinfo" => {
+        Op::UserInfo => {
             let user = target_user(st, p, music)?;
             let s = st.listens.summary(&user);
             let reg = st.accounts.user_created(&user).unwrap_or(0);
@@ -308,19 +310,13 @@ async fn call(
                     .child(Node::text("type", "user")),
             ))
         }
-        "user.getrecenttracks" => recent_tracks(st, p, music),
-        "user.getweeklychartlist" => charts::weekly_chart_list(st, p, music),
-        "user.getweeklyartistchart" => charts::weekly_chart(st, p, ChartKind::Artists, music),
-        "user.getweeklyalbumchart" => charts::weekly_chart(st, p, ChartKind::Albums, music),
-        "user.getweeklytrackchart" => charts::weekly_chart(st, p, ChartKind::Tracks, music),
-        "library.getartists" => charts::library_artists(st, p, music),
-        "track.getinfo" => charts::info(st, p, ChartKind::Tracks, music),
-        "artist.getinfo" => charts::info(st, p, ChartKind::Artists, music),
-        "album.getinfo" => charts::info(st, p, ChartKind::Albums, music),
-        "user.gettopartists" => top(st, p, ChartKind::Artists, music),
-        "user.gettopalbums" => top(st, p, ChartKind::Albums, music),
-        "user.gettoptracks" => top(st, p, ChartKind::Tracks, music),
-        "user.getlovedtracks" => {
+        Op::RecentTracks => recent_tracks(st, p, music),
+        Op::WeeklyChartList => charts::weekly_chart_list(st, p, music),
+        Op::WeeklyChart(kind) => charts::weekly_chart(st, p, kind, music),
+        Op::LibraryArtists => charts::library_artists(st, p, music),
+        Op::Info(kind) => charts::info(st, p, kind, music),
+        Op::Top(kind) => top(st, p, kind, music),
+        Op::LovedTracks => {
             let user = target_user(st, p, music)?;
             let (limit, page) = paging(p, 50)?;
             let all = st.listens.loved(&user);
@@ -346,10 +342,6 @@ async fn call(
                 list_attrs(Node::new("lovedtracks"), &user, page, limit, total).children(rows),
             ))
         }
-        _ => Err(err(
-            3,
-            "Invalid Method - No method with that name in this package",
-        )),
     }
 }
 
