@@ -5,25 +5,20 @@
 //! and an unknown user name gets the same answer, as slowly, as a known
 //! one with a wrong password.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::Setup;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{header, Request, StatusCode};
-use common::Setup;
 use http_body_util::BodyExt;
 use spindle_server::accounts::md5_hex;
 use spindle_server::params::Params;
 use spindle_server::throttle::{Limits, Rule, ACCOUNT_MAX_DELAY, LOCK_SECS, MAX_DELAY};
 use spindle_server::{Config, ManualClock};
 use tower::ServiceExt;
-
-mod common;
 
 const NOW: i64 = 1_700_000_000;
 const PW: &str = "the right one";

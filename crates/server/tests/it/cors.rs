@@ -4,20 +4,15 @@
 //! origin — under a base path too; the cookie-authenticated web UI never
 //! answers CORS; and a list of origins allows only those.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::sync::Arc;
 
+use crate::common::Setup;
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Request, StatusCode};
-use common::Setup;
 use http_body_util::BodyExt;
 use spindle_server::cors::CorsOrigins;
 use spindle_server::{Config, SystemClock};
 use tower::ServiceExt;
-
-mod common;
 
 const PAGE: &str = "http://127.0.0.1:8123";
 

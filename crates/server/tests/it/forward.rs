@@ -5,12 +5,9 @@
 //! her loves reach both (ListenBrainz only with a recording MBID); and a
 //! shutdown of A joins the forwarding tasks.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 
 use spindle_listens::{Listen, RecentQuery};
 use spindle_scrobble::outbound::Policy;

@@ -6,21 +6,18 @@
 //! hidden folder; ids of the hidden folder answer error 70 exactly as
 //! unknown ids do. A method without a case here fails the test.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::common::{send, session, Setup};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use common::{send, session, Setup};
 use serde_json::Value as Json;
 use spindle_query::Value;
 use spindle_server::{Config, ManualClock};
 
-mod common;
+use crate::common;
 
 const PW: &str = "pw";
 /// Every name in the hidden folder holds it (caselessly).

@@ -2,19 +2,16 @@
 //! with wrong ones, another user's data, and path traversal in every id
 //! parameter; streaming answers ranges as RFC 9110 says.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::sync::Arc;
 
+use crate::common::Setup;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::Setup;
 use http_body_util::BodyExt;
 use spindle_server::{Config, SystemClock};
 use tower::ServiceExt;
 
-mod common;
+use crate::common;
 
 const PW: &str = "pw for tests";
 

@@ -10,16 +10,13 @@
 //! fuzzer's dictionary (fuzz/dicts/http_request.dict) with random bytes.
 //! Seeded: `SPINDLE_SEED` replays a run; the seed is printed.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-#[path = "../../../fuzz/fuzz_targets/router_input.rs"]
+#[path = "../../../../fuzz/fuzz_targets/router_input.rs"]
 mod router_input;
 
-const DICT: &str = include_str!("../../../fuzz/dicts/http_request.dict");
+const DICT: &str = include_str!("../../../../fuzz/dicts/http_request.dict");
 
 /// How many requests a run sends (each a few microseconds to a
 /// millisecond).

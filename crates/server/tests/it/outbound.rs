@@ -6,9 +6,6 @@
 //! allow-list lets 127.0.0.1 through, as an administrator allows a
 //! household's own service.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +16,7 @@ use spindle_server::import::{Api, Job, Pull, Source};
 use spindle_server::{AppState, Server, ServerConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-mod common;
+use crate::common;
 
 const NOW: i64 = 1_750_000_000;
 

@@ -4,22 +4,19 @@
 //! does a single-sign-on proxy's user header; cookies are `Secure` when
 //! the client's connection is HTTPS and scoped to the base path.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::common::Setup;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{header, HeaderMap, Request, StatusCode};
-use common::Setup;
 use http_body_util::BodyExt;
 use spindle_server::proxy::ProxyConfig;
 use spindle_server::{Config, SystemClock};
 use tower::ServiceExt;
 
-mod common;
+use crate::common;
 
 const PROXY: &str = "127.0.0.1";
 

@@ -4,19 +4,16 @@
 //! back a love by recording MSID or MBID and lists it, and none of it is
 //! seen by another user.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::sync::Arc;
 
+use crate::common::Setup;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::Setup;
 use serde_json::{json, Value};
 use spindle_server::params::Params;
 use spindle_server::{AppState, Config, ManualClock};
 
-mod common;
+use crate::common;
 
 const PW: &str = "pw for tests";
 const NOW: i64 = 1_750_000_000;

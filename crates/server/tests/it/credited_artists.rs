@@ -3,17 +3,15 @@
 //! (ListenBrainz and Last.fm) count it, and the listens read back carry
 //! the names.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-
 use std::sync::Arc;
 
+use crate::common::Setup;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use common::Setup;
 use serde_json::Value;
 use spindle_server::{Config, ManualClock, Music};
 
-mod common;
+use crate::common;
 
 const NOW: i64 = 1_700_000_000;
 

@@ -5,18 +5,13 @@
 //! session, artists and an artist page, now playing and recent listens,
 //! the SVG charts over each period, and `/metrics` for a user only.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::sync::Arc;
 
+use crate::common::{get, send, session, Setup};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use common::{get, send, session, Setup};
 use spindle_server::{AppState, Config, SystemClock};
 use tower::ServiceExt;
-
-mod common;
 
 fn app() -> (axum::Router, Setup) {
     let (app, _, d) = app_with_state();

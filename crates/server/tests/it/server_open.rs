@@ -3,9 +3,6 @@
 //! at start, pins saved while it runs reach the hot tier, and a shutdown
 //! stops every background task before `run` returns.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,12 +1,6 @@
 //! What the server's integration tests share: a data dir with a library
 //! and accounts, the demo music scanned into it, the state over them, and
-//! one way to send a request to a router. Each test file uses part of it
-//! (`mod common;`).
-
-#![allow(
-    dead_code,
-    reason = "each test file is a crate of its own and uses only part of this"
-)]
+//! one way to send a request to a router.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

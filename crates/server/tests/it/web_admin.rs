@@ -3,17 +3,15 @@
 //! session listed and revoked, the scan's progress, and a user's own
 //! settings (time zone, API keys for apps).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::common::{send, session, Setup};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{header, Request, StatusCode};
-use common::{send, session, Setup};
 use spindle_server::{Config, ManualClock};
 
 fn setup_request(peer: &str, body: &str, forwarded: bool) -> Request<Body> {

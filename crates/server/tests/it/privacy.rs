@@ -7,19 +7,16 @@
 //! session cookie is `Secure` behind an `https://` public URL; timestamps
 //! at the ends of i64 give an empty page, never a wrap or a panic.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::sync::Arc;
 
+use crate::common::Setup;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use common::Setup;
 use spindle_server::accounts::md5_hex;
 use spindle_server::params::Params;
 use spindle_server::{Accounts, Config, ManualClock, Music};
 
-mod common;
+use crate::common;
 
 const NOW: i64 = 1_700_000_000;
 const PW: &str = "pw";

@@ -5,19 +5,14 @@
 //! being buffered, and ListenBrainz and Subsonic refuse bad credentials
 //! before the body arrives.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::Setup;
+use crate::common::Setup;
 use spindle_server::{Config, SystemClock};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-mod common;
 
 struct Server {
     addr: SocketAddr,

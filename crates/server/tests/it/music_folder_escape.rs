@@ -4,9 +4,6 @@
 //! a device is refused at once, an oversized cover is skipped, and links
 //! that stay inside the folder work.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +16,7 @@ use lofty::prelude::{Accessor, TagExt};
 use spindle_server::{Accounts, Config, SystemClock};
 use tower::ServiceExt;
 
-mod common;
+use crate::common;
 
 const PW: &str = "pw for tests";
 const ALBUM: &str = "Artist 000/Album 000";

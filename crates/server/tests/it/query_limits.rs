@@ -4,20 +4,15 @@
 //! query over its time budget is stopped with the budget's message; and a
 //! shutdown stops a running search within milliseconds.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::{send, session, Setup};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use common::{send, session, Setup};
 use spindle_server::{AppState, Config, SystemClock};
 use spindle_store::Op;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-mod common;
 
 const PW: &str = "pw";
 

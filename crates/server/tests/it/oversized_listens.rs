@@ -8,14 +8,11 @@
 //! written, read back at the next start as damage, and the log was cut
 //! there, with every later listen of every user.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::sync::Arc;
 
+use crate::common::Setup;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::Setup;
 use http_body_util::BodyExt;
 use spindle_listens::limits::{MAX_ARTIST, MAX_CLIENT};
 use spindle_listens::{Listens, RecentQuery};
@@ -23,8 +20,6 @@ use spindle_server::accounts::md5_hex;
 use spindle_server::params::Params;
 use spindle_server::{AppState, Config, ManualClock};
 use tower::ServiceExt;
-
-mod common;
 
 const PW: &str = "pw for tests";
 const NOW: i64 = 1_750_000_000;
