@@ -13,9 +13,6 @@
 //! modes); the moments the kills land still vary with timing.
 //! `SPINDLE_CRASH_KILLS` sets the number of kills (default 240).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -27,8 +24,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use spindle_store::{Db, Op, Value};
 
-mod common;
-use common::{dump, Props, State};
+use crate::common::{dump, Props, State};
 
 const WRITER_ENV: &str = "SPINDLE_CRASH_WRITER";
 const START_ENV: &str = "SPINDLE_CRASH_START";
@@ -361,7 +357,7 @@ fn run_writer(
         .join(",");
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
-            "acknowledged_commits_survive_sigkill_at_random_moments",
+            "crash::acknowledged_commits_survive_sigkill_at_random_moments",
             "--exact",
             "--nocapture",
             "--test-threads=1",

@@ -4,9 +4,6 @@
 //! once grew to 16 GB); within its budget it finds what the unbudgeted
 //! query finds.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

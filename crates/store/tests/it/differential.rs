@@ -3,9 +3,6 @@
 //! failure). Indexed and unindexed keys are both exercised, so the
 //! planner's index paths are checked against a plain scan.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 

@@ -6,9 +6,6 @@
 //! and its new log loses nothing; a second writer process is told which
 //! PID holds the lock, while readers work alongside.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -18,8 +15,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use spindle_store::{Db, Op, OpenError, Value, DATA_FILE, LOG_FILE};
 
-mod common;
-use common::{dump, State};
+use crate::common::{dump, State};
 
 fn add(entry: u32, key: &str, value: impl Into<Value>) -> Op {
     Op::AddProp {
@@ -417,7 +413,8 @@ struct Holder {
 }
 
 impl Holder {
-    /// Re-run this test binary, filtered to `test`, as the lock holder.
+    /// Re-run this test binary, filtered to `test` (its full name, with
+    /// the module), as the lock holder.
     fn spawn(test: &str, dir: &Path) -> Holder {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([test, "--exact", "--nocapture", "--test-threads=1"])
@@ -472,7 +469,7 @@ fn a_second_writer_process_is_told_the_pid_holding_the_lock() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut holder = Holder::spawn(
-        "a_second_writer_process_is_told_the_pid_holding_the_lock",
+        "recovery::a_second_writer_process_is_told_the_pid_holding_the_lock",
         dir.path(),
     );
     let pid = holder.child.id();
@@ -512,7 +509,7 @@ fn read_only_opens_succeed_while_another_process_compacts() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut holder = Holder::spawn(
-        "read_only_opens_succeed_while_another_process_compacts",
+        "recovery::read_only_opens_succeed_while_another_process_compacts",
         dir.path(),
     );
     holder.send("compact 150");
