@@ -10,9 +10,6 @@
 //! the kill delays; `SPINDLE_LISTENS_KILLS` sets the number of kills
 //! (default 30).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc};
@@ -145,7 +142,7 @@ fn acknowledged_largest_listens_survive_sigkill_at_random_moments() {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "acknowledged_largest_listens_survive_sigkill_at_random_moments",
+                "kill_largest::acknowledged_largest_listens_survive_sigkill_at_random_moments",
                 "--nocapture",
                 "--test-threads=1",
             ])

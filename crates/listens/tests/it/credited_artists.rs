@@ -2,8 +2,6 @@
 //! them, corrections reach them, and the log's header says version 3 only
 //! once such a listen is written (older logs open and read unchanged).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-
 use std::path::Path;
 
 use spindle_listens::{ChartKind, ChartQuery, Listen, Listens, RecentQuery, Submitted, LOG_FILE};

@@ -5,9 +5,6 @@
 //! records after it, is refused with the offset and leaves the file as
 //! it was. Seeded: `SPINDLE_SEED` replays a run; the seed is printed.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::path::Path;
 
 use rand::rngs::SmallRng;
