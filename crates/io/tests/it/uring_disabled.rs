@@ -1,10 +1,7 @@
 //! With io_uring switched off, engines fall back to psync and the sweep
 //! skips the io_uring engines but still measures psync.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,9 +1,6 @@
 //! The iobench sweep end to end, on a small test file.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,10 +1,7 @@
 //! How often the engines enter the kernel: once per batch in batch mode,
 //! and with SQPOLL only to wake the poller or to wait.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
-mod common;
+use crate::common;
 
 use spindle_io::{
     open, open_file, Access, EngineConfig, EngineKind, IoEngine, Op, Request, Slot, SubmitMode,

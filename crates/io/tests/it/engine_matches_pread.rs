@@ -1,10 +1,7 @@
 //! The engines against plain `pread`: random offsets, lengths and depths,
 //! every byte compared.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
-mod common;
+use crate::common;
 
 use std::os::unix::fs::FileExt;
 

@@ -1,9 +1,6 @@
 //! The fio JSON parser on real fio output (saved from fio 3.33 runs with the
 //! arguments `spindle iobench --fio` uses).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use spindle_io::bench::fio;
 
 fn fixture(name: &str) -> String {

@@ -1,19 +1,23 @@
 //! Helpers shared by the integration tests.
-#![allow(dead_code, reason = "each test binary uses only some of these helpers")]
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
 /// A fresh directory under cargo's target dir (a real disk, where O_DIRECT
-/// works; /tmp may be tmpfs), removed on drop.
+/// works; /tmp may be tmpfs), removed on drop. Its name is the process's
+/// and a count, so tests running side by side in the test binary never
+/// share one, whatever names they ask for.
 pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(name: &str) -> TempDir {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("spindle-io-{name}-{}", std::process::id()));
+            .join(format!("spindle-io-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).expect("create test dir");
         TempDir(p)

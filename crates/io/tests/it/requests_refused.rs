@@ -1,10 +1,7 @@
 //! Requests the engines refuse before they reach the disk, with messages a
 //! user can act on; files shorter than asked; read-only files.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
-mod common;
+use crate::common;
 
 use spindle_io::{
     open, open_file, Access, EngineConfig, EngineKind, IoEngine, Op, Request, Slot, SubmitError,
