@@ -3,17 +3,14 @@
 //! `.venv/bin/beet` of the workspace) and the corpus tools; run by
 //! `scripts/ci.d/30-media.sh`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
-mod corpus;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use spindle_media::{import_beets, ImportOptions, BEETS_SOURCE};
 use spindle_query::SourcePref;
 use spindle_store::{Db, ValueRef};
+
+use crate::corpus;
 
 /// The beet executable, if there is one.
 pub fn beet() -> Option<PathBuf> {

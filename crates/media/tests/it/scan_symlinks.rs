@@ -1,9 +1,6 @@
 //! Symlinks in a music folder: those that stay inside are scanned, those
 //! that lead out are neither listed nor kept from an earlier scan.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
 use std::os::unix::fs::symlink;
 use std::path::Path;
 

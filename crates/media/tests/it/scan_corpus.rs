@@ -2,17 +2,14 @@
 //! moves and deletions. Needs Debian's encoders: `#[ignore]`d in the plain
 //! unit stage, run by `scripts/ci.d/30-media.sh` with `--include-ignored`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
-#![allow(clippy::panic, reason = "see clippy.toml")]
-
-mod corpus;
-
 use std::path::Path;
 
 use spindle_media::scan::{file_url, Quiet, STATUS_MISSING};
 use spindle_media::{scan, ScanOptions, ScanReport};
 use spindle_query::{SourcePref, Value};
 use spindle_store::{Db, Op, ValueRef};
+
+use crate::corpus;
 
 fn scan_dir(db: &Db, dir: &Path) -> ScanReport {
     let opts = ScanOptions {

@@ -3,7 +3,6 @@
 //! `scripts/ci.d/30-media.sh` installs them) and tagged by lofty, plus the
 //! awkward cases: multi-artist tags, non-ASCII and mixed-case names,
 //! missing tags, a truncated file, bogus extensions, a zero-byte file.
-#![allow(dead_code, reason = "each test binary uses only some of these helpers")]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
