@@ -2,7 +2,7 @@
 //! the first byte picks a route, the second whether valid credentials are
 //! attached, the rest is a query string and (after a 0xff byte) a body.
 //! Shared by the `http_request` fuzz target and the main test suite's
-//! seeded random requests (crates/server/tests/any_request.rs), so both
+//! seeded random requests (crates/server/tests/it/any_request.rs), so both
 //! exercise the same code.
 
 use std::sync::{Arc, OnceLock};

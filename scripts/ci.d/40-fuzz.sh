@@ -14,7 +14,7 @@
 # code they reach is safe Rust (the workspace forbids `unsafe` outside
 # crates/io/src/sys), where fuzzing finds panics and failed assertions,
 # not memory errors. Instead the ordinary test build sends seeded random
-# requests through the same router input code (crates/server/tests/
+# requests through the same router input code (crates/server/tests/it/
 # any_request.rs), and the range parser has its own tests. The deeper run,
 # for a developer's machine:
 #   cd fuzz && cargo +nightly fuzz run http_request --features server
