@@ -1,5 +1,5 @@
-"""The cluster's measurements (docs/cluster.md, "Tests" and issue 20's
-"Simulation and benchmark"), on loopback, with a real three-node Garage
+"""The cluster's measurements (docs/cluster.md, "Tests" and its
+simulation and benchmark), on loopback, with a real three-node Garage
 cluster (scripts/garage-cluster.sh), real Spindle nodes and Debian's nginx
 and wrk:
 

@@ -1,5 +1,5 @@
 """Imports while the server runs, and live pulls between two servers
-(issue 19, docs/scrobble-hub.md section 2).
+(docs/scrobble-hub.md section 2).
 
 Server B holds bob's history (submitted through its ListenBrainz API) and
 a larger one for bo3k; a fresh server C pulls them with `spindle listens

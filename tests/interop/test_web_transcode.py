@@ -1,7 +1,7 @@
 """The web UI of a fresh `spindle serve --music DIR` in headless Chromium
 (Debian's, driven over the DevTools protocol by tests/interop/browser.py):
 it plays a WavPack file, and shows covers on the album grid and the album
-page (issue 17).
+page.
 
 The music folder holds a WavPack album (sox makes a WAV, Debian's
 `wavpack` CLI packs it, mutagen tags it), a FLAC album with a

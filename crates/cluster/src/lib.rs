@@ -1,5 +1,5 @@
 //! Spindle clusters: several Spindle servers in front of one Garage
-//! cluster (issue 20). This crate holds the capacity model, [`sim`],
+//! cluster (docs/cluster.md). This crate holds the capacity model, [`sim`],
 //! behind `spindle cluster simulate`.
 //!
 //! # Capacity simulation

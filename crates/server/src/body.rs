@@ -53,7 +53,7 @@ pub const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// bodies buffered at once across all connections. It holds 64 Last.fm
 /// batches at their 1 MiB cap or 16 ListenBrainz imports at 4 MiB at the
 /// same moment, far more than a personal server sees, while 50 connections
-/// each declaring 4 MiB (finding 6 of issue 14: 207 MB held) now get 503.
+/// each declaring 4 MiB (which once held 207 MB) now get 503.
 /// Must be at least the largest per-request limit.
 pub const BODY_BUDGET: usize = 64 << 20;
 

@@ -3,7 +3,7 @@
 //! bitrate.
 //!
 //! The figures come from Last.fm's streaming tier, which Spindle's tiers
-//! are modelled on (issue 20; Last.fm's engineering blog, "Launching Xbox,
+//! are modelled on (Last.fm's engineering blog, "Launching Xbox,
 //! Part 2 - SSD Streaming", 14 December 2009:
 //! <https://blog.last.fm/2009/12/14/launching-xbox-part-2-ssd-streaming>).
 //! They are taken as figures at [`REFERENCE_BITRATE_KBPS`], the bitrate the
@@ -21,11 +21,11 @@ pub const REFERENCE_BITRATE_KBPS: f64 = 320.0;
 pub const HDD_STREAMS: u32 = 300;
 
 /// Concurrent streams one SSD serves: ~7,000, the figure of Last.fm's
-/// SSD streaming nodes (issue 20, the blog post above).
+/// SSD streaming nodes (the blog post above).
 pub const SSD_STREAMS: u32 = 7_000;
 
 /// Concurrent streams one node served before its network saturated:
-/// ~30,000 (issue 20, the blog post above). A 10 Gbit/s link carries
+/// ~30,000 (the blog post above). A 10 Gbit/s link carries
 /// 31,250 streams of 320 kbit/s ([`link_streams`]), so the figure is the
 /// link, full; a plan keeps headroom ([`DEFAULT_LINK_USABLE`]).
 pub const NODE_STREAMS: u32 = 30_000;
