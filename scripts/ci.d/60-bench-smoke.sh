@@ -61,10 +61,10 @@ grep -Eq '^- (PASS|MISS): time to first byte under 5 ms cached' "$out"
 rm -f "$out"
 echo "== bench transcode smoke run passed"
 
-# Cluster capacity simulation smoke run (crates/cluster): a small and a
+# Cluster capacity simulation smoke run (crates/capacity): a small and a
 # large population, the table, the JSON and the chart. The run fails if the
 # model refuses its defaults or a table row or the chart is missing; the
-# model's figures are checked by `cargo test -p spindle-cluster`.
+# model's figures are checked by `cargo test -p spindle-capacity`.
 out=$(mktemp "$ROOT/target/cluster-sim-ci.XXXXXX")
 target/release/spindle cluster simulate --listeners 1000,1000000 --chart "$out.svg" | tee "$out"
 grep -Eq '^\| 1,000 \| 1 \| network \| ' "$out"

@@ -1,6 +1,6 @@
 //! `spindle cluster …`: several Spindle servers on one Garage cluster.
 //! `simulate` runs the capacity model (the logic lives in
-//! `spindle_cluster::sim`); `status`, `promote` and `rejoin` read and
+//! `spindle_capacity::sim`); `status`, `promote` and `rejoin` read and
 //! write the cluster's bucket (`spindle_server::cluster`). This file
 //! turns the command line into those calls and prints.
 
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Subcommand;
-use spindle_cluster::sim::{self, ClusterOptions, Params};
+use spindle_capacity::sim::{self, ClusterOptions, Params};
 use spindle_server::cluster::bucket::Bucket;
 use spindle_server::cluster::{generation, status, ClusterConfig};
 

@@ -1,6 +1,6 @@
-//! Spindle clusters: several Spindle servers in front of one Garage
-//! cluster (docs/cluster.md). This crate holds the capacity model, [`sim`],
-//! behind `spindle cluster simulate`.
+//! The capacity model of a Spindle cluster (several Spindle servers in
+//! front of one Garage cluster, docs/cluster.md): [`sim`], behind
+//! `spindle cluster simulate`. The cluster itself runs in spindle-server.
 //!
 //! # Capacity simulation
 //!
@@ -38,7 +38,7 @@
 //! nothing: every figure is computed from the model's inputs.
 //!
 //! ```
-//! use spindle_cluster::sim::{ClusterOptions, Params};
+//! use spindle_capacity::sim::{ClusterOptions, Params};
 //!
 //! let opts = ClusterOptions {
 //!     listeners: vec![1_000_000],
@@ -49,7 +49,7 @@
 //! // 1,000,000 listeners at 320 kbit/s: 320 Gbit/s, 8 Gbit/s a node.
 //! assert_eq!(s.nodes, 40);
 //! assert!(s.hit_ratio >= 0.95);
-//! # Ok::<(), spindle_cluster::sim::SimError>(())
+//! # Ok::<(), spindle_capacity::sim::SimError>(())
 //! ```
 #![forbid(unsafe_code)]
 
