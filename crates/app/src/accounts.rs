@@ -508,7 +508,10 @@ impl Accounts {
     /// pass), for tests that run many logins (here and, with the
     /// `testkit` feature, in other crates).
     #[cfg(any(test, feature = "testkit"))]
-    #[allow(clippy::expect_used, reason = "a test fixture: a failure is the test's failure")]
+    #[allow(
+        clippy::expect_used,
+        reason = "a test fixture: a failure is the test's failure"
+    )]
     pub fn add_user_cheaply(&self, name: &str, password: &str) {
         let params = argon2::Params::new(64, 1, 1, None).expect("valid parameters");
         let argon = Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);

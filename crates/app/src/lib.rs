@@ -20,10 +20,13 @@ pub mod accounts;
 pub mod backup;
 pub mod catalog;
 pub mod hash_pool;
+pub mod link;
 pub mod music;
+pub mod plays;
 pub mod similar;
 pub mod sync;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testlib;
 pub mod time;
 pub mod userdata;
+pub mod worker;

@@ -38,7 +38,9 @@
 
 pub mod auth_guard;
 // The core's services, under the paths the adapters have always used.
-pub use spindle_app::{accounts, backup, catalog, hash_pool, music, similar, time, userdata};
+pub use spindle_app::{
+    accounts, backup, catalog, hash_pool, link, music, plays, similar, time, userdata, worker,
+};
 mod banner;
 pub mod body;
 pub mod chart_svg;
@@ -55,7 +57,6 @@ pub mod hot;
 pub mod http;
 pub mod import;
 pub mod lastfm;
-mod link;
 pub mod listenbrainz;
 pub mod loves;
 pub mod m3u;
@@ -63,7 +64,6 @@ pub mod metrics;
 pub mod offline;
 pub mod params;
 pub mod pins;
-mod plays;
 pub mod proxy;
 pub mod pull;
 pub mod query_budget;
@@ -82,7 +82,6 @@ pub mod tls;
 pub mod transcode;
 pub mod upload;
 pub mod web;
-mod worker;
 pub mod xml;
 
 use std::future::Future;

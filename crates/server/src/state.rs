@@ -537,6 +537,29 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// Counts in the users' plays what a replica applied of its primary's
+    /// log: each new listen one play, and each user a correction touched
+    /// rebuilt. Call from a blocking thread.
+    pub(crate) fn count_shipped_plays(&self, applied: &spindle_listens::Applied) {
+        let lib = self.db.read();
+        let fresh: Vec<(Listen, Option<u32>)> =
+            applied.listens.iter().map(|l| (l.clone(), None)).collect();
+        self.plays.record(&lib, &fresh);
+        let mut users: Vec<&str> = applied
+            .corrected
+            .iter()
+            .flat_map(|c| c.removed.iter().chain(&c.added))
+            .map(|l| l.user.as_str())
+            .collect();
+        users.sort_unstable();
+        users.dedup();
+        for u in users {
+            self.plays.rebuild_user(&self.listens, &lib, u);
+        }
+    }
+}
+
 impl SystemClock {
     /// The current time, for callers without the trait in scope.
     pub fn now_secs(&self) -> i64 {
