@@ -17,9 +17,12 @@
 //! - [`time`], [`sync`]: small shared helpers.
 
 pub mod accounts;
+mod app;
 pub mod backup;
 pub mod catalog;
+pub mod clock;
 pub mod hash_pool;
+pub mod hot;
 pub mod link;
 pub mod music;
 pub mod plays;
@@ -30,3 +33,5 @@ pub mod testlib;
 pub mod time;
 pub mod userdata;
 pub mod worker;
+
+pub use app::{App, CoreConfig, Forwarding, NoForwarding, NowPlaying};

@@ -183,6 +183,29 @@ impl Plays {
     }
 }
 
+impl crate::App {
+    /// Counts in the users' plays what a replica applied of its primary's
+    /// log: each new listen one play, and each user a correction touched
+    /// rebuilt. Call from a blocking thread.
+    pub fn count_shipped_plays(&self, applied: &spindle_listens::Applied) {
+        let lib = self.db.read();
+        let fresh: Vec<(Listen, Option<u32>)> =
+            applied.listens.iter().map(|l| (l.clone(), None)).collect();
+        self.plays.record(&lib, &fresh);
+        let mut users: Vec<&str> = applied
+            .corrected
+            .iter()
+            .flat_map(|c| c.removed.iter().chain(&c.added))
+            .map(|l| l.user.as_str())
+            .collect();
+        users.sort_unstable();
+        users.dedup();
+        for u in users {
+            self.plays.rebuild_user(&self.listens, &lib, u);
+        }
+    }
+}
+
 /// A user's plays by entry, from their history.
 fn tally(listens: &Listens, r: &mut Resolver<'_>, user: &str) -> HashMap<u32, Played> {
     let mut songs: HashMap<u32, Played> = HashMap::new();

@@ -39,7 +39,8 @@
 pub mod auth_guard;
 // The core's services, under the paths the adapters have always used.
 pub use spindle_app::{
-    accounts, backup, catalog, hash_pool, link, music, plays, similar, time, userdata, worker,
+    accounts, backup, catalog, clock, hash_pool, hot, link, music, plays, similar, time, userdata,
+    worker,
 };
 mod banner;
 pub mod body;
@@ -53,7 +54,8 @@ mod expiry;
 pub mod fair;
 pub mod forward;
 pub mod front;
-pub mod hot;
+#[cfg(test)]
+mod hot_tests;
 pub mod http;
 pub mod import;
 pub mod lastfm;
@@ -91,7 +93,8 @@ pub use music::{Music, MusicError};
 pub use server::{OpenError, Opened, Server, ServerConfig};
 pub use shutdown::shutdown_signal;
 pub use state::{
-    AppState, Clock, Config, ManualClock, NowPlaying, SystemClock, DEFAULT_SEND_QUEUE,
+    App, AppState, Clock, Config, CoreConfig, ManualClock, NowPlaying, SystemClock,
+    DEFAULT_SEND_QUEUE,
 };
 
 /// Every API, merged, over `state`.

@@ -225,7 +225,8 @@ impl Server {
                 crate::hot::replay_and_prefill(&st, &t)
             }));
             tasks.push(tokio::spawn(crate::hot::pin_loop(
-                state.clone(),
+                state.db.clone(),
+                state.music.clone(),
                 tiers,
                 spindle_tiers::pins::pins_path(&data_dir),
                 pin_poll,
