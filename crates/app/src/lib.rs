@@ -24,8 +24,10 @@ pub mod clock;
 pub mod hash_pool;
 pub mod hot;
 pub mod link;
+pub mod loves;
 pub mod music;
 pub mod plays;
+pub mod scrobble;
 pub mod similar;
 pub mod sync;
 #[cfg(any(test, feature = "testkit"))]

@@ -39,8 +39,8 @@
 pub mod auth_guard;
 // The core's services, under the paths the adapters have always used.
 pub use spindle_app::{
-    accounts, backup, catalog, clock, hash_pool, hot, link, music, plays, similar, time, userdata,
-    worker,
+    accounts, backup, catalog, clock, hash_pool, hot, link, loves, music, plays, scrobble, similar,
+    time, userdata, worker,
 };
 mod banner;
 pub mod body;
@@ -60,7 +60,6 @@ pub mod http;
 pub mod import;
 pub mod lastfm;
 pub mod listenbrainz;
-pub mod loves;
 pub mod m3u;
 pub mod metrics;
 pub mod offline;
@@ -69,7 +68,6 @@ pub mod pins;
 pub mod proxy;
 pub mod pull;
 pub mod query_budget;
-pub mod scrobble;
 mod server;
 pub mod settings;
 pub mod share;
