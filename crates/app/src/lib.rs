@@ -21,6 +21,7 @@ mod app;
 pub mod backup;
 pub mod catalog;
 pub mod clock;
+pub mod corrections;
 pub mod hash_pool;
 pub mod hot;
 pub mod link;
