@@ -1,8 +1,8 @@
 //! The core's state, in one [`App`]: the library, accounts, listens, the
 //! core's settings ([`CoreConfig`]), the clock, the music side
 //! ([`Music`]), per-user plays, the library linker, the storage tiers'
-//! listen feed, similar artists, now playing, and the hook to forwarding
-//! ([`Forwarding`]). Every service of the core takes an `&App` (or the
+//! listen feed, similar artists, now playing, the hook to forwarding
+//! ([`Forwarding`]) and the import spool. Every service of the core takes an `&App` (or the
 //! part of it it needs); a protocol adapter's state holds one and adds
 //! what only that adapter uses. Background threads it starts (the
 //! library linker, the tiers' listen feed, the catalog's refresher) stop
@@ -123,6 +123,9 @@ pub struct App {
     /// Forwarding to each user's linked services ([`NoForwarding`] until
     /// [`App::set_forwarding`]).
     pub forwarding: Arc<dyn Forwarding>,
+    /// The import spool (`DATA_DIR/imports/`, [`crate::import`]); none
+    /// until [`App::set_import_spool`].
+    pub imports: Option<Arc<crate::import::Spool>>,
 }
 
 impl App {
@@ -151,6 +154,7 @@ impl App {
             similar: Arc::default(),
             now_playing: Arc::default(),
             forwarding: Arc::new(NoForwarding),
+            imports: None,
         }
     }
 

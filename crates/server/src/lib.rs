@@ -39,8 +39,8 @@
 pub mod auth_guard;
 // The core's services, under the paths the adapters have always used.
 pub use spindle_app::{
-    accounts, backup, catalog, clock, hash_pool, hot, link, loves, music, plays, scrobble, similar,
-    time, userdata, worker,
+    accounts, backup, catalog, clock, hash_pool, hot, link, loves, music, plays, pull, scrobble,
+    similar, time, userdata, worker,
 };
 mod banner;
 pub mod body;
@@ -66,7 +66,6 @@ pub mod offline;
 pub mod params;
 pub mod pins;
 pub mod proxy;
-pub mod pull;
 pub mod query_budget;
 mod server;
 pub mod settings;

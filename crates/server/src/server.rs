@@ -240,7 +240,8 @@ impl Server {
         if primary {
             // A replica takes no imports: they reach it through the log.
             tasks.push(tokio::spawn(crate::import::worker::run(
-                state.clone(),
+                crate::App::clone(&state),
+                state.config.forward.outbound.clone(),
                 stop.subscribe(),
             )));
             tasks.push(tokio::spawn(crate::correction_spool::run(

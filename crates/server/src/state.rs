@@ -181,9 +181,6 @@ pub struct AppState {
     /// Forwarding to each user's linked services ([`crate::forward`];
     /// off until [`AppState::with_forwarding`]).
     pub forward: Arc<crate::forward::Forward>,
-    /// The import spool (`DATA_DIR/imports/`, [`crate::import`]); none
-    /// until [`AppState::with_import_spool`].
-    pub(crate) imports: Option<Arc<crate::import::Spool>>,
     /// This node's part in a cluster ([`crate::cluster`]; off until
     /// [`AppState::with_cluster`]).
     pub cluster: Arc<crate::cluster::Cluster>,
@@ -255,7 +252,6 @@ impl AppState {
             transcoder,
             chat: Arc::default(),
             forward,
-            imports: None,
             cluster: Arc::new(crate::cluster::Cluster::off()),
         }
     }
