@@ -5,11 +5,15 @@
 //! history), scans and watches the music folders, sets up the storage
 //! tiers and the stream reader, and runs every background task under one
 //! shutdown signal ([`Server::run`] joins them all before it returns).
-//! [`AppState`] is the one owner of the state handlers share: the
-//! library, accounts, listens, [`Config`], an injectable [`Clock`], the
-//! music side ([`Music`]: folders, the [`catalog::Catalog`] of songs,
-//! albums and artists, user stars and playlists, the tiers), the stream
-//! [`stream::Reader`], sessions, metrics and now playing. [`router`]
+//! [`AppState`] is what handlers share: the application core ([`App`],
+//! from `spindle-app`: the library, accounts, listens, an injectable
+//! [`Clock`], the music side ([`Music`]: folders, the
+//! [`catalog::Catalog`] of songs, albums and artists, user stars and
+//! playlists, the tiers), plays, now playing), which it derefs to, and
+//! the adapters' own state: [`Config`], the stream [`stream::Reader`],
+//! sessions, metrics, forwarding, the cluster. The core's services
+//! (`scrobble`, `loves`, `import`, …) are re-exported here under the
+//! paths they always had. [`router`]
 //! merges one router per API: [`lastfm`] (Last.fm 2.0 at `/2.0/`, its
 //! desktop-auth approval page, Audioscrobbler 1.2 at `/?hs=true`),
 //! [`listenbrainz`] (ListenBrainz at `/1/…`), [`subsonic`] (the Subsonic
@@ -22,6 +26,8 @@
 //!
 //! It is *not* the storage: the library (`spindle-store`) and the history
 //! (`spindle-listens`) are synchronous crates called on blocking threads.
+//! It is not the core's services either (`spindle-app`), which never
+//! name this crate.
 //! It is not the CLI either: the binary turns its flags into a
 //! [`ServerConfig`], calls [`Server::open`] and [`Server::run`], and
 //! prints.

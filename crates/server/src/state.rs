@@ -1,10 +1,12 @@
-//! What every handler shares, in one [`AppState`]: the library, accounts,
-//! listens, config, the clock, the music side ([`Music`]: folders, the
-//! catalog cache, user data, the storage tiers), the stream [`Reader`],
-//! web sessions, metrics, and short-lived in-memory state (now playing,
-//! auth tokens, rate-limit windows). Background threads it starts (the
-//! library linker, the tiers' listen feed) stop in
-//! [`AppState::stop_background`].
+//! What every handler shares, in one [`AppState`]: the application core
+//! ([`App`]: the library, accounts, listens, the clock, the music side,
+//! plays, the linker, the tiers' feed, similar artists, now playing),
+//! which an `AppState` derefs to, and what only the adapters and the HTTP
+//! side use: the server's [`Config`] (holding the core's [`CoreConfig`]),
+//! the stream [`Reader`], web sessions, metrics, Subsonic's chat, scans
+//! and view cache, forwarding, the cluster, and short-lived in-memory
+//! state (auth tokens, AS 1.2 sessions, rate-limit windows). Background
+//! threads it starts stop in [`AppState::stop_background`].
 
 use std::collections::HashMap;
 use std::net::IpAddr;
