@@ -27,6 +27,8 @@
 //! - [`import`]: import jobs, their spool and its task; [`pull`]: live
 //!   pulls of another service's history;
 //! - [`offline`]: opening a stopped server's data dir for one command;
+//! - [`pins`], [`upload`]: `spindle tiers pin` and `spindle tiers
+//!   upload`, the hot tier's pins and copies to the cold devices;
 //! - [`similar`]: similar artists from co-listening;
 //! - [`backup`]: consistent backups and restores of the data directory;
 //! - [`hash_pool`]: the bounded pool that runs password hashes;
@@ -46,6 +48,7 @@ pub mod link;
 pub mod loves;
 pub mod music;
 pub mod offline;
+pub mod pins;
 pub mod plays;
 pub mod pull;
 pub mod scrobble;
@@ -54,6 +57,7 @@ pub mod sync;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testlib;
 pub mod time;
+pub mod upload;
 pub mod userdata;
 pub mod worker;
 

@@ -45,8 +45,8 @@
 pub mod auth_guard;
 // The core's services, under the paths the adapters have always used.
 pub use spindle_app::{
-    accounts, backup, catalog, clock, hash_pool, hot, link, loves, music, plays, pull, scrobble,
-    similar, time, userdata, worker,
+    accounts, backup, catalog, clock, hash_pool, hot, link, loves, music, pins, plays, pull,
+    scrobble, similar, time, upload, userdata, worker,
 };
 mod banner;
 pub mod body;
@@ -70,7 +70,6 @@ pub mod m3u;
 pub mod metrics;
 pub mod offline;
 pub mod params;
-pub mod pins;
 pub mod proxy;
 pub mod query_budget;
 mod server;
@@ -85,7 +84,6 @@ pub mod throttle;
 pub mod tiered;
 pub mod tls;
 pub mod transcode;
-pub mod upload;
 pub mod web;
 pub mod xml;
 
