@@ -4,26 +4,61 @@
 //! protocol (Subsonic, Last.fm 2.0, Audioscrobbler 1.2, ListenBrainz, the
 //! web UI, shares); this crate holds what those adapters share and never
 //! names an adapter (the dependency runs one way, so the compiler keeps it
-//! so):
+//! so). Its state is one [`App`]; every service takes an `&App` or the
+//! part of it it needs. What the core must tell an adapter goes through a
+//! trait the adapter implements ([`Forwarding`]).
 //!
+//! - [`App`], [`CoreConfig`], [`NowPlaying`]: the core's state, its
+//!   settings, and what each user plays now;
 //! - [`accounts`]: users, passwords, tokens, API keys, grants, time zones;
 //! - [`userdata`]: each user's stars, ratings, playlists, play queues and
 //!   bookmarks;
 //! - [`catalog`]: songs, albums and artists derived from the library;
 //! - [`music`]: the music folders, the catalog's refresh, a song's file;
+//! - [`scrobble`]: the submit path every API shares (checks, the durable
+//!   write, the hand-offs after it) and imports' listens;
+//! - [`plays`]: play counts and last plays per user;
+//! - [`link`]: the library linker (listens to entries, `timesplayed`),
+//!   on a [`worker`] thread;
+//! - [`hot`]: what the storage tiers' hot tier hears (every listen, the
+//!   history replayed at start, the pins);
+//! - [`loves`]: one loved fact per user and track, and songs' stars;
+//! - [`corrections`]: edits, deletes and merges of a user's history;
+//! - [`import`]: import jobs, their spool and its task; [`pull`]: live
+//!   pulls of another service's history;
+//! - [`offline`]: opening a stopped server's data dir for one command;
+//! - [`pins`], [`upload`]: `spindle tiers pin` and `spindle tiers
+//!   upload`, the hot tier's pins and copies to the cold devices;
 //! - [`similar`]: similar artists from co-listening;
 //! - [`backup`]: consistent backups and restores of the data directory;
 //! - [`hash_pool`]: the bounded pool that runs password hashes;
-//! - [`time`], [`sync`]: small shared helpers.
+//! - [`clock`], [`time`], [`sync`]: small shared helpers;
+//! - `testlib` (the `testkit` feature): fixtures for other crates' tests.
 
 pub mod accounts;
+mod app;
 pub mod backup;
 pub mod catalog;
+pub mod clock;
+pub mod corrections;
 pub mod hash_pool;
+pub mod hot;
+pub mod import;
+pub mod link;
+pub mod loves;
 pub mod music;
+pub mod offline;
+pub mod pins;
+pub mod plays;
+pub mod pull;
+pub mod scrobble;
 pub mod similar;
 pub mod sync;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testlib;
 pub mod time;
+pub mod upload;
 pub mod userdata;
+pub mod worker;
+
+pub use app::{App, CoreConfig, Forwarding, NoForwarding, NowPlaying};

@@ -68,3 +68,62 @@ pub fn library_of<'k>(
     db.commit(ops).unwrap();
     (dir, db)
 }
+
+/// A core over the demo music (scanned) with a manual clock and the
+/// users `ann` and `bob` (password [`DEMO_PASSWORD`]).
+pub struct Demo {
+    pub app: crate::App,
+    pub clock: std::sync::Arc<crate::clock::ManualClock>,
+    /// The demo songs' ids, in scan order.
+    pub songs: Vec<String>,
+    _data: tempfile::TempDir,
+    _music: tempfile::TempDir,
+}
+
+/// The [`Demo`] users' password.
+pub const DEMO_PASSWORD: &str = "pw";
+
+impl Demo {
+    pub fn new() -> Demo {
+        use std::sync::Arc;
+        let data = tempfile::tempdir().unwrap();
+        let music = tempfile::tempdir().unwrap();
+        spindle_media::demo::generate_demo(music.path()).unwrap();
+        let db = Arc::new(Db::open(data.path().join("lib")).unwrap());
+        spindle_media::scan(
+            &db,
+            &[music.path().to_owned()],
+            &spindle_media::ScanOptions::default(),
+            &mut spindle_media::scan::Quiet,
+        )
+        .unwrap();
+        let accounts = crate::accounts::Accounts::open(&data.path().join("accounts")).unwrap();
+        accounts.add_user_cheaply("ann", DEMO_PASSWORD);
+        accounts.add_user_cheaply("bob", DEMO_PASSWORD);
+        let (listens, _) = spindle_listens::Listens::open(&data.path().join("listens")).unwrap();
+        let clock = Arc::new(crate::clock::ManualClock::new(1_750_000_000));
+        let app = crate::App::new(
+            db,
+            Arc::new(accounts),
+            Arc::new(listens),
+            crate::CoreConfig::default(),
+            clock.clone(),
+        )
+        .with_music(crate::music::Music::new(&[music.path().to_owned()], data.path()).unwrap());
+        let cat = app.music.catalog(&app.db);
+        let songs = cat.songs.iter().map(|s| s.id.to_string()).collect();
+        Demo {
+            app,
+            clock,
+            songs,
+            _data: data,
+            _music: music,
+        }
+    }
+}
+
+impl Default for Demo {
+    fn default() -> Self {
+        Demo::new()
+    }
+}

@@ -1,7 +1,7 @@
 //! Corrections handed to a running server: `spindle listens
 //! edit|delete|merge|undo` while `spindle serve` holds the library write
 //! a request into `DATA_DIR/corrections/incoming/`, the server's task
-//! ([`run`]) makes it ([`AppState::correct_history`], as the web UI's
+//! ([`run`]) makes it ([`crate::App::correct_history`], as the web UI's
 //! routes do, so the library's play counts and the hot tier follow) and
 //! writes the answer beside it; the command waits for the answer, prints
 //! it and removes it. The shape is the import spool's

@@ -5,11 +5,15 @@
 //! history), scans and watches the music folders, sets up the storage
 //! tiers and the stream reader, and runs every background task under one
 //! shutdown signal ([`Server::run`] joins them all before it returns).
-//! [`AppState`] is the one owner of the state handlers share: the
-//! library, accounts, listens, [`Config`], an injectable [`Clock`], the
-//! music side ([`Music`]: folders, the [`catalog::Catalog`] of songs,
-//! albums and artists, user stars and playlists, the tiers), the stream
-//! [`stream::Reader`], sessions, metrics and now playing. [`router`]
+//! [`AppState`] is what handlers share: the application core ([`App`],
+//! from `spindle-app`: the library, accounts, listens, an injectable
+//! [`Clock`], the music side ([`Music`]: folders, the
+//! [`catalog::Catalog`] of songs, albums and artists, user stars and
+//! playlists, the tiers), plays, now playing), which it derefs to, and
+//! the adapters' own state: [`Config`], the stream [`stream::Reader`],
+//! sessions, metrics, forwarding, the cluster. The core's services
+//! (`scrobble`, `loves`, `import`, …) are re-exported here under the
+//! paths they always had. [`router`]
 //! merges one router per API: [`lastfm`] (Last.fm 2.0 at `/2.0/`, its
 //! desktop-auth approval page, Audioscrobbler 1.2 at `/?hs=true`),
 //! [`listenbrainz`] (ListenBrainz at `/1/…`), [`subsonic`] (the Subsonic
@@ -22,6 +26,8 @@
 //!
 //! It is *not* the storage: the library (`spindle-store`) and the history
 //! (`spindle-listens`) are synchronous crates called on blocking threads.
+//! It is not the core's services either (`spindle-app`), which never
+//! name this crate.
 //! It is not the CLI either: the binary turns its flags into a
 //! [`ServerConfig`], calls [`Server::open`] and [`Server::run`], and
 //! prints.
@@ -38,7 +44,10 @@
 
 pub mod auth_guard;
 // The core's services, under the paths the adapters have always used.
-pub use spindle_app::{accounts, backup, catalog, hash_pool, music, similar, time, userdata};
+pub use spindle_app::{
+    accounts, backup, catalog, clock, hash_pool, hot, link, loves, music, pins, plays, pull,
+    scrobble, similar, time, upload, userdata, worker,
+};
 mod banner;
 pub mod body;
 pub mod chart_svg;
@@ -51,23 +60,18 @@ mod expiry;
 pub mod fair;
 pub mod forward;
 pub mod front;
-pub mod hot;
+#[cfg(test)]
+mod hot_tests;
 pub mod http;
 pub mod import;
 pub mod lastfm;
-mod link;
 pub mod listenbrainz;
-pub mod loves;
 pub mod m3u;
 pub mod metrics;
 pub mod offline;
 pub mod params;
-pub mod pins;
-mod plays;
 pub mod proxy;
-pub mod pull;
 pub mod query_budget;
-pub mod scrobble;
 mod server;
 pub mod settings;
 pub mod share;
@@ -80,9 +84,7 @@ pub mod throttle;
 pub mod tiered;
 pub mod tls;
 pub mod transcode;
-pub mod upload;
 pub mod web;
-mod worker;
 pub mod xml;
 
 use std::future::Future;
@@ -92,7 +94,8 @@ pub use music::{Music, MusicError};
 pub use server::{OpenError, Opened, Server, ServerConfig};
 pub use shutdown::shutdown_signal;
 pub use state::{
-    AppState, Clock, Config, ManualClock, NowPlaying, SystemClock, DEFAULT_SEND_QUEUE,
+    App, AppState, Clock, Config, CoreConfig, ManualClock, NowPlaying, SystemClock,
+    DEFAULT_SEND_QUEUE,
 };
 
 /// Every API, merged, over `state`.

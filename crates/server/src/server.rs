@@ -225,7 +225,8 @@ impl Server {
                 crate::hot::replay_and_prefill(&st, &t)
             }));
             tasks.push(tokio::spawn(crate::hot::pin_loop(
-                state.clone(),
+                state.db.clone(),
+                state.music.clone(),
                 tiers,
                 spindle_tiers::pins::pins_path(&data_dir),
                 pin_poll,
@@ -239,7 +240,8 @@ impl Server {
         if primary {
             // A replica takes no imports: they reach it through the log.
             tasks.push(tokio::spawn(crate::import::worker::run(
-                state.clone(),
+                crate::App::clone(&state),
+                state.config.forward.outbound.clone(),
                 stop.subscribe(),
             )));
             tasks.push(tokio::spawn(crate::correction_spool::run(

@@ -1,70 +1,36 @@
-//! What every handler shares, in one [`AppState`]: the library, accounts,
-//! listens, config, the clock, the music side ([`Music`]: folders, the
-//! catalog cache, user data, the storage tiers), the stream [`Reader`],
-//! web sessions, metrics, and short-lived in-memory state (now playing,
-//! auth tokens, rate-limit windows). Background threads it starts (the
-//! library linker, the tiers' listen feed) stop in
-//! [`AppState::stop_background`].
+//! What every handler shares, in one [`AppState`]: the application core
+//! ([`App`]: the library, accounts, listens, the clock, the music side,
+//! plays, the linker, the tiers' feed, similar artists, now playing),
+//! which an `AppState` derefs to, and what only the adapters and the HTTP
+//! side use: the server's [`Config`] (holding the core's [`CoreConfig`]),
+//! the stream [`Reader`], web sessions, metrics, Subsonic's chat, scans
+//! and view cache, forwarding, the cluster, and short-lived in-memory
+//! state (auth tokens, AS 1.2 sessions, rate-limit windows). Background
+//! threads it starts stop in [`AppState::stop_background`].
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use spindle_listens::{Listen, Listens};
+use spindle_listens::Listens;
 use spindle_store::Db;
 
 use crate::accounts::Accounts;
-use crate::hot::TierFeed;
-use crate::link::Linker;
 use crate::metrics::Metrics;
 use crate::music::Music;
 use crate::stream::Reader;
 use crate::web::Sessions;
+pub use spindle_app::clock::{Clock, ManualClock, SystemClock};
+pub use spindle_app::{App, CoreConfig, NowPlaying};
 
-/// Seconds since the UNIX epoch, injectable so tests of time rules run
-/// without waiting.
-pub trait Clock: Send + Sync {
-    fn now(&self) -> i64;
-}
-
-/// The system clock.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> i64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64)
-    }
-}
-
-/// A clock tests set by hand.
-#[derive(Debug, Default)]
-pub struct ManualClock(AtomicI64);
-
-impl ManualClock {
-    pub fn new(now: i64) -> Self {
-        ManualClock(AtomicI64::new(now))
-    }
-    pub fn set(&self, now: i64) {
-        self.0.store(now, Ordering::SeqCst);
-    }
-    pub fn advance(&self, secs: i64) {
-        self.0.fetch_add(secs, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-/// Server settings (the binary builds this from its flags).
+/// Server settings (the binary builds this from its flags): the core's
+/// ([`CoreConfig`], which a `Config` derefs to) and the adapters' and the
+/// HTTP side's.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// What the core's services read: the scrobble time window, the
+    /// dedupe window, now playing's lifetime, ignored articles.
+    pub core: CoreConfig,
     /// Largest ListenBrainz submit body, in bytes (4 MiB by default: an
     /// import of a few thousand listens). It is read only after the token
     /// in the `Authorization` header was checked. The other APIs' limits
@@ -74,17 +40,6 @@ pub struct Config {
     pub rate_limit: u32,
     /// Length of a rate-limit window, seconds.
     pub rate_window: i64,
-    /// Earliest scrobble timestamp accepted (ListenBrainz's
-    /// `LISTEN_MINIMUM_TS`, 2002-10-01).
-    pub min_timestamp: i64,
-    /// How far into the future a scrobble may be, seconds.
-    pub max_future: i64,
-    /// How long a now-playing lasts when the client sent no duration.
-    pub now_playing_ttl: i64,
-    /// Listens of the same track by the same user starting this many
-    /// seconds apart or less (or a tenth of the track's length) are one
-    /// play sent twice (`[listens] dedupe_window_secs`).
-    pub dedupe_window: u64,
     /// The URL clients reach this server by, for the 1.2 handshake's
     /// submission URLs; `None` uses the request's Host header.
     pub public_url: Option<String>,
@@ -119,11 +74,6 @@ pub struct Config {
     /// Password hashing pool and failed-login throttling
     /// ([`crate::auth_guard::AuthLimits`]).
     pub auth: crate::auth_guard::AuthLimits,
-    /// Leading words sort names leave out ("The Beatles" sorts as
-    /// "Beatles"), compared caselessly
-    /// ([`crate::catalog::DEFAULT_IGNORED_ARTICLES`]); Subsonic's
-    /// `ignoredArticles` and every `sortName` follow it.
-    pub ignored_articles: Vec<String>,
     /// The URL path every route is served under (`/music`); empty: the
     /// root ([`crate::front`]).
     pub base_path: String,
@@ -147,13 +97,10 @@ pub const DEFAULT_SEND_QUEUE: u32 = 128 * 1024;
 impl Default for Config {
     fn default() -> Self {
         Config {
+            core: CoreConfig::default(),
             max_body: 4 << 20,
             rate_limit: 20_000,
             rate_window: 10,
-            min_timestamp: 1_033_430_400,
-            max_future: 3600,
-            now_playing_ttl: 600,
-            dedupe_window: spindle_listens::DEFAULT_DEDUPE_WINDOW.as_secs(),
             public_url: None,
             send_queue: DEFAULT_SEND_QUEUE,
             query_time: crate::query_budget::DEFAULT_QUERY_TIME,
@@ -163,10 +110,6 @@ impl Default for Config {
             header_timeout: crate::http::HEADER_TIMEOUT,
             write_timeout: crate::http::WRITE_TIMEOUT,
             auth: crate::auth_guard::AuthLimits::default(),
-            ignored_articles: crate::catalog::DEFAULT_IGNORED_ARTICLES
-                .iter()
-                .map(|a| (*a).to_owned())
-                .collect(),
             base_path: String::new(),
             cors_origins: crate::cors::CorsOrigins::Any,
             proxy: crate::proxy::ProxyConfig::default(),
@@ -176,20 +119,17 @@ impl Default for Config {
     }
 }
 
-/// Something a user is playing now, whichever API reported it. There is
-/// one per user (a new report replaces it) and one rule for how long it
-/// lasts: from the report, the track's length (at least 30 s) when it is
-/// known, else [`Config::now_playing_ttl`]; a scrobble of the same track
-/// by the same user ends it sooner.
-#[derive(Debug, Clone)]
-pub struct NowPlaying {
-    pub listen: Listen,
-    /// The library song (entry id), when the report named one (Subsonic
-    /// and the web player do): Subsonic's `getNowPlaying` lists these.
-    pub song: Option<u32>,
-    /// When it was reported, UNIX seconds.
-    pub since: i64,
-    pub expires: i64,
+impl std::ops::Deref for Config {
+    type Target = CoreConfig;
+    fn deref(&self) -> &CoreConfig {
+        &self.core
+    }
+}
+
+impl std::ops::DerefMut for Config {
+    fn deref_mut(&mut self) -> &mut CoreConfig {
+        &mut self.core
+    }
 }
 
 /// An `auth.getToken` token waiting for approval.
@@ -200,18 +140,16 @@ pub struct PendingToken {
     pub approved_by: Option<String>,
 }
 
-/// The handlers' shared state, the one owner of everything a request
-/// may touch. Cheap to clone.
+/// The handlers' shared state: the application core ([`App`], which an
+/// `AppState` derefs to: `state.accounts`, `state.listens`, …) and what
+/// only the protocol adapters and the HTTP side use. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
-    pub db: Arc<Db>,
-    pub accounts: Arc<Accounts>,
-    pub listens: Arc<Listens>,
+    /// The core: library, accounts, listens, clock, music, plays, the
+    /// linker, the tiers' feed, similar artists, now playing.
+    pub app: Arc<App>,
+    /// Every setting; its core part ([`CoreConfig`]) is the core's too.
     pub config: Arc<Config>,
-    pub clock: Arc<dyn Clock>,
-    /// The music folders, the catalog cache, user data and the storage
-    /// tiers ([`AppState::with_music`]; none by default).
-    pub music: Arc<Music>,
     /// How streams read files, with the files open for them
     /// ([`AppState::with_reader`]; tokio's reads by default).
     pub(crate) reader: Arc<Reader>,
@@ -222,12 +160,6 @@ pub struct AppState {
     /// The counters of `/metrics`.
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) live: Arc<Live>,
-    pub(crate) linker: Arc<Linker>,
-    /// Play counts and last plays per user ([`crate::plays`]).
-    pub(crate) plays: Arc<crate::plays::Plays>,
-    /// Where accepted listens raise popularity, when the music side has
-    /// storage tiers.
-    pub(crate) feed: Option<Arc<TierFeed>>,
     /// The pool and budget of queries from the network; cancelled at
     /// shutdown.
     pub(crate) queries: Arc<crate::query_budget::QueryPool>,
@@ -244,9 +176,6 @@ pub struct AppState {
     /// The rescan a Subsonic `startScan` runs, and its count; stopped and
     /// joined in [`AppState::stop_background`].
     pub(crate) scans: Arc<crate::subsonic::scan::Scans>,
-    /// Similar artists from co-listening and genres (Subsonic's
-    /// getSimilarSongs, getArtistInfo), per catalog and history size.
-    pub(crate) similar: Arc<crate::similar::SimilarCache>,
     /// ffmpeg's encode slots and the transcode cache ([`crate::transcode`]).
     pub(crate) transcoder: Arc<crate::transcode::Transcoder>,
     /// Subsonic's chat room (`addChatMessage`), in memory only.
@@ -254,18 +183,21 @@ pub struct AppState {
     /// Forwarding to each user's linked services ([`crate::forward`];
     /// off until [`AppState::with_forwarding`]).
     pub forward: Arc<crate::forward::Forward>,
-    /// The import spool (`DATA_DIR/imports/`, [`crate::import`]); none
-    /// until [`AppState::with_import_spool`].
-    pub(crate) imports: Option<Arc<crate::import::Spool>>,
     /// This node's part in a cluster ([`crate::cluster`]; off until
     /// [`AppState::with_cluster`]).
     pub cluster: Arc<crate::cluster::Cluster>,
 }
 
+impl std::ops::Deref for AppState {
+    type Target = App;
+    fn deref(&self) -> &App {
+        &self.app
+    }
+}
+
+/// What the adapters keep in memory, short-lived.
 #[derive(Default)]
 pub(crate) struct Live {
-    /// user → what they play now (see [`NowPlaying`] for how long).
-    pub now_playing: Mutex<HashMap<String, NowPlaying>>,
     /// `auth.getToken` tokens, expiring and capped (`expiry.rs`).
     pub tokens: Mutex<crate::expiry::PendingTokens>,
     pub windows: Mutex<HashMap<IpAddr, (i64, u32)>>,
@@ -294,12 +226,6 @@ impl AppState {
         config: Config,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        let plays = Arc::new(crate::plays::Plays::build(
-            &listens,
-            &db.read(),
-            &accounts.user_names(),
-        ));
-        let linker = Arc::new(crate::link::start(db.clone(), plays.clone()));
         let queries = Arc::new(crate::query_budget::QueryPool::new(config.query_time));
         let bodies = crate::body::Bodies::new(&config);
         let guard = Arc::new(crate::auth_guard::AuthGuard::new(
@@ -308,32 +234,26 @@ impl AppState {
         ));
         let first_run = Arc::new(crate::web::FirstRun::new(&accounts));
         let transcoder = Arc::new(crate::transcode::Transcoder::new(config.transcode.clone()));
+        let forward = Arc::new(crate::forward::Forward::off());
+        let mut app = App::new(db, accounts, listens, config.core.clone(), clock);
+        app.set_forwarding(forward.clone());
         AppState {
-            db,
-            accounts,
-            listens,
+            app: Arc::new(app),
             config: Arc::new(config),
-            clock,
-            music: Arc::new(Music::none()),
             reader: Arc::new(Reader::default()),
             sessions: Arc::default(),
             first_run,
             metrics: Arc::default(),
             live: Arc::new(Live::default()),
-            linker,
-            plays,
-            feed: None,
             queries,
             bodies,
             guard,
             covers: Arc::new(crate::cover::Covers::without_cache()),
             subsonic_views: Arc::default(),
             scans: Arc::default(),
-            similar: Arc::default(),
             transcoder,
             chat: Arc::default(),
-            forward: Arc::new(crate::forward::Forward::off()),
-            imports: None,
+            forward,
             cluster: Arc::new(crate::cluster::Cluster::off()),
         }
     }
@@ -343,6 +263,7 @@ impl AppState {
     /// the state is shared.
     pub fn with_forwarding(mut self, data_dir: &std::path::Path) -> Self {
         self.forward = Arc::new(crate::forward::Forward::new(data_dir));
+        Arc::make_mut(&mut self.app).set_forwarding(self.forward.clone());
         self
     }
 
@@ -359,18 +280,7 @@ impl AppState {
     /// tiers, streams through them and feeds every accepted listen to
     /// their popularity (`TierFeed`). Call before the state is shared.
     pub fn with_music(mut self, music: Music) -> Self {
-        if let Some(old) = self.feed.take() {
-            old.stop();
-        }
-        self.feed = music.tiers().map(|t| {
-            Arc::new(crate::hot::feed(
-                self.db.clone(),
-                t.clone(),
-                music.roots().to_vec(),
-            ))
-        });
-        music.start_refresher(self.db.clone());
-        self.music = Arc::new(music);
+        Arc::make_mut(&mut self.app).set_music(music);
         self
     }
 
@@ -392,27 +302,9 @@ impl AppState {
         self
     }
 
-    /// The storage tiers, if the music side has them.
-    pub fn tiers(&self) -> Option<&Arc<spindle_tiers::Tiers>> {
-        self.music.tiers()
-    }
-
     /// The stream reader's engine: `tokio`, `psync`, `uring`, ….
     pub fn read_engine(&self) -> &'static str {
         self.reader.name()
-    }
-
-    pub fn now(&self) -> i64 {
-        self.clock.now()
-    }
-
-    /// Waits until every listen accepted so far has been linked to the
-    /// library and fed to the storage tiers (for tests and shutdown).
-    pub fn flush_library_links(&self) {
-        self.linker.flush();
-        if let Some(feed) = &self.feed {
-            feed.flush();
-        }
     }
 
     /// Stops the background threads this state started (the library
@@ -424,11 +316,7 @@ impl AppState {
         // A rescan runs to its end and then no other starts.
         self.scans.stop();
         // After the scans: a scan's end waits for the catalog thread.
-        self.music.stop_refresher();
-        self.linker.stop();
-        if let Some(feed) = &self.feed {
-            feed.stop();
-        }
+        self.app.stop_background();
     }
 
     pub(crate) fn rate(&self, ip: Option<IpAddr>) -> RateInfo {
@@ -457,90 +345,6 @@ impl AppState {
             reset_in: (reset_at - now).max(0),
             reset_at,
         }
-    }
-
-    /// Records what `listen.user` plays now, replacing what they played
-    /// before.
-    pub(crate) fn set_now_playing(&self, listen: Listen) {
-        self.put_now_playing(listen, None);
-    }
-
-    /// [`AppState::set_now_playing`] of a library song (entry id `song`):
-    /// Subsonic's and the web player's reports, which `getNowPlaying` lists.
-    pub(crate) fn set_now_playing_song(&self, listen: Listen, song: u32) {
-        self.put_now_playing(listen, Some(song));
-    }
-
-    fn put_now_playing(&self, listen: Listen, song: Option<u32>) {
-        let ttl = listen
-            .duration
-            .map_or(self.config.now_playing_ttl, |d| i64::from(d).max(30));
-        let since = self.now();
-        let np = NowPlaying {
-            song,
-            since,
-            expires: since + ttl,
-            listen,
-        };
-        let old = lock(&self.live.now_playing).insert(np.listen.user.clone(), np.clone());
-        // Forwarded once per track: a repeat of the same one (a player's
-        // refresh, or the echo of two servers linked to each other) is not.
-        let repeat = old.is_some_and(|o| {
-            o.expires > since
-                && o.listen.artist == np.listen.artist
-                && o.listen.title == np.listen.title
-        });
-        if !repeat {
-            self.forward.now_playing(&np.listen);
-        }
-    }
-
-    /// What `user` plays now, if it has not expired.
-    pub(crate) fn now_playing(&self, user: &str) -> Option<Listen> {
-        let now = self.now();
-        let mut np = lock(&self.live.now_playing);
-        match np.get(user) {
-            Some(p) if p.expires > now => Some(p.listen.clone()),
-            Some(_) => {
-                np.remove(user);
-                None
-            }
-            None => None,
-        }
-    }
-
-    /// Every user's unexpired now-playing that names a library song,
-    /// sorted by user (Subsonic's `getNowPlaying`).
-    pub(crate) fn now_playing_songs(&self) -> Vec<NowPlaying> {
-        let now = self.now();
-        let mut np = lock(&self.live.now_playing);
-        np.retain(|_, p| p.expires > now);
-        let mut v: Vec<NowPlaying> = np.values().filter(|p| p.song.is_some()).cloned().collect();
-        v.sort_by(|a, b| a.listen.user.cmp(&b.listen.user));
-        v
-    }
-
-    /// A scrobble ends the now-playing of the same track (one lock for a
-    /// batch).
-    pub(crate) fn clear_now_playing_of<'a>(&self, listens: impl IntoIterator<Item = &'a Listen>) {
-        let mut np = lock(&self.live.now_playing);
-        if np.is_empty() {
-            return;
-        }
-        for l in listens {
-            if let Some(p) = np.get(&l.user) {
-                if p.listen.artist == l.artist && p.listen.title == l.title {
-                    np.remove(&l.user);
-                }
-            }
-        }
-    }
-}
-
-impl SystemClock {
-    /// The current time, for callers without the trait in scope.
-    pub fn now_secs(&self) -> i64 {
-        Clock::now(self)
     }
 }
 

@@ -215,7 +215,11 @@ pub async fn run(
                     None
                 }
             };
-            let imports = tokio::spawn(crate::import::worker::run(state.clone(), stop.clone()));
+            let imports = tokio::spawn(crate::import::worker::run(
+                crate::App::clone(&state),
+                state.config.forward.outbound.clone(),
+                stop.clone(),
+            ));
             shipper.run(stop).await;
             let _ = imports.await;
             let _ = tokio::task::spawn_blocking(move || drop(watcher)).await;

@@ -1107,8 +1107,14 @@ pub(crate) mod tests {
             base_path: "/music".into(),
             ..(*base.config).clone()
         };
-        let st = AppState::new(base.db, base.accounts, base.listens, settings, base.clock)
-            .with_cluster(config("b", ShipMode::Async));
+        let st = AppState::new(
+            base.db.clone(),
+            base.accounts.clone(),
+            base.listens.clone(),
+            settings,
+            base.clock.clone(),
+        )
+        .with_cluster(config("b", ShipMode::Async));
         st.cluster
             .set_role(Role::Replica, 1, Some(format!("http://{pa}")));
         st.cluster.set_applied_round(1);

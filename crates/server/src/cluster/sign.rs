@@ -235,8 +235,14 @@ mod tests {
             ..(*base.config).clone()
         };
         let accounts = base.accounts.clone();
-        let a = AppState::new(base.db, base.accounts, base.listens, settings, base.clock)
-            .with_cluster(config("a", ShipMode::Async));
+        let a = AppState::new(
+            base.db.clone(),
+            base.accounts.clone(),
+            base.listens.clone(),
+            settings,
+            base.clock.clone(),
+        )
+        .with_cluster(config("a", ShipMode::Async));
         a.cluster.set_role(Role::Primary, 1, None);
         let pa = serve(crate::router(a)).await;
         let other = AppState::in_dir(db.path(), 1_750_000_000);
@@ -244,8 +250,14 @@ mod tests {
             proxy: proxy(trusted),
             ..(*other.config).clone()
         };
-        let b = AppState::new(other.db, accounts, other.listens, settings, other.clock)
-            .with_cluster(config("b", ShipMode::Async));
+        let b = AppState::new(
+            other.db.clone(),
+            accounts,
+            other.listens.clone(),
+            settings,
+            other.clock.clone(),
+        )
+        .with_cluster(config("b", ShipMode::Async));
         b.cluster
             .set_role(Role::Replica, 1, Some(format!("http://{pa}")));
         let pb = serve(crate::router(b)).await;

@@ -233,6 +233,16 @@ impl Forward {
     }
 }
 
+/// The core tells forwarding of durable writes and now playing.
+impl spindle_app::Forwarding for Forward {
+    fn wake(&self) {
+        Forward::wake(self);
+    }
+    fn now_playing(&self, listen: &Listen) {
+        Forward::now_playing(self, listen);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

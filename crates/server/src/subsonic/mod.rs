@@ -24,6 +24,8 @@ mod lyrics;
 mod media;
 pub mod methods;
 mod misc;
+#[cfg(test)]
+mod play_counts;
 mod podcast;
 mod privacy;
 mod queue;

@@ -10,10 +10,10 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use crate::state::lock;
+use crate::sync::lock;
 
 /// A worker thread over batches of `T`.
-pub(crate) struct BatchWorker<T> {
+pub struct BatchWorker<T> {
     tx: Mutex<Option<Sender<Vec<T>>>>,
     /// (batches sent, batches done)
     progress: Arc<(Mutex<(u64, u64)>, Condvar)>,
@@ -24,7 +24,7 @@ impl<T: Send + 'static> BatchWorker<T> {
     /// Starts the thread `name`, which calls `handle` with each batch (or
     /// several joined). When the thread cannot start, logs `lost` with the
     /// reason; batches sent to it are then dropped.
-    pub(crate) fn start(
+    pub fn start(
         name: &str,
         lost: &'static str,
         mut handle: impl FnMut(Vec<T>) + Send + 'static,
@@ -62,7 +62,7 @@ impl<T: Send + 'static> BatchWorker<T> {
     }
 
     /// Queues `batch` (nothing when it is empty or the worker stopped).
-    pub(crate) fn send(&self, batch: Vec<T>) {
+    pub fn send(&self, batch: Vec<T>) {
         if batch.is_empty() {
             return;
         }
@@ -73,7 +73,7 @@ impl<T: Send + 'static> BatchWorker<T> {
     }
 
     /// Waits until every batch sent so far has been handled.
-    pub(crate) fn flush(&self) {
+    pub fn flush(&self) {
         let (m, cv) = &*self.progress;
         let mut g = lock(m);
         while g.1 < g.0 {
@@ -83,7 +83,7 @@ impl<T: Send + 'static> BatchWorker<T> {
 
     /// Closes the queue: the thread handles what was sent and ends; waits
     /// for it. Later [`BatchWorker::send`]s are dropped.
-    pub(crate) fn stop(&self) {
+    pub fn stop(&self) {
         drop(lock(&self.tx).take());
         if let Some(t) = lock(&self.thread).take() {
             let _ = t.join();

@@ -1,78 +1,26 @@
-//! Imports into a user's listening history, with the same checks and
-//! library links as the listens a client scrobbles: an export file
-//! (`spindle_listens::import` reads Last.fm, ListenBrainz, Rockbox,
-//! Spotify and Maloja exports) or a live pull of a remote user's history
-//! ([`crate::pull`]).
+//! Imports into a user's listening history from the command line: an
+//! export file or a live pull of a remote user's history. The import
+//! itself is the core's ([`spindle_app::import`]: the jobs, the spool,
+//! its task, and [`spindle_app::pull`]); here are the commands.
 //!
 //! With the server stopped, `spindle listens import` and `spindle
-//! listens pull` run here, through an [`AppState`] over the data dir.
-//! While it runs (the library is locked), they hand the job to it through
-//! the [`Spool`] (`DATA_DIR/imports/`), whose task ([`worker::run`])
-//! imports it in steps and saves its progress after each, so that a
-//! restarted server resumes it. The design is section 2 of
-//! `docs/scrobble-hub.md`.
+//! listens pull` run here, through an [`AppState`] over the data dir
+//! under the server's settings. While it runs (the library is locked),
+//! they hand the job to it through the [`Spool`] (`DATA_DIR/imports/`),
+//! whose task ([`worker::run`]) imports it in steps and saves its
+//! progress after each, so that a restarted server resumes it. The design
+//! is section 2 of `docs/scrobble-hub.md`.
 
-pub mod job;
-pub mod spool;
-pub mod worker;
+pub use spindle_app::import::{
+    job, spool, worker, Api, ImportError, Job, JobState, Pull, Source, Spool, Tally,
+};
 
-pub use job::{Api, Job, JobState, Pull, PullArgs, Source, Tally};
-pub use spool::Spool;
-
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::accounts::Accounts;
-use crate::offline::{open_state, user_accounts, StateError, UserError};
+use crate::offline::{open_state, user_accounts, StateError};
 use crate::{AppState, SystemClock};
-
-/// Why an import did not run, or stopped.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ImportError {
-    #[error(transparent)]
-    User(#[from] UserError),
-    #[error("reading {}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("reading {}", path.display())]
-    Parse {
-        path: PathBuf,
-        #[source]
-        source: spindle_listens::ImportError,
-    },
-    /// The library or the history did not open (a library locked by
-    /// `spindle serve` is how an import finds out that the server runs:
-    /// it hands the job over then).
-    #[error(transparent)]
-    State(#[from] StateError),
-    #[error(transparent)]
-    Append(#[from] spindle_listens::AppendError),
-    /// The spool's folder could not be written or read.
-    #[error("the import spool in {}", path.display())]
-    Spool {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Pull(#[from] crate::pull::PullError),
-    #[error("the import task failed: {0}")]
-    Task(String),
-}
-
-/// The job's note on `n` listens skipped by the time window.
-pub(crate) fn window_note(state: &AppState, n: u64) -> String {
-    format!(
-        "{n} {} (before {} or more than {} s ahead) were skipped",
-        job::WINDOW_NOTE_MARK,
-        state.config.min_timestamp,
-        state.config.max_future
-    )
-}
 
 /// Where an import or pull runs.
 #[allow(
@@ -90,13 +38,56 @@ impl AppState {
     /// Takes import jobs from `DATA_DIR/imports/` ([`worker::run`] runs
     /// them). Call before the state is shared.
     pub fn with_import_spool(mut self, data_dir: &Path) -> Self {
-        self.imports = Some(Arc::new(Spool::new(data_dir)));
+        std::sync::Arc::make_mut(&mut self.app).set_import_spool(data_dir);
         self
     }
+}
 
-    /// The import spool, when the server takes jobs.
-    pub fn import_spool(&self) -> Option<&Spool> {
-        self.imports.as_deref()
+/// `spindle listens pull`'s options after `--user`: where the history is
+/// read from.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct PullArgs {
+    /// A Last.fm-compatible API endpoint, as
+    /// `https://ws.audioscrobbler.com/2.0/` or `https://libre.fm/2.0/`.
+    #[arg(
+        long,
+        value_name = "URL",
+        required_unless_present = "listenbrainz",
+        conflicts_with = "listenbrainz",
+        requires = "api_key"
+    )]
+    pub lastfm: Option<String>,
+    /// The application's API key there (--lastfm).
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// A ListenBrainz-compatible API root, as
+    /// `https://api.listenbrainz.org`.
+    #[arg(long, value_name = "URL")]
+    pub listenbrainz: Option<String>,
+    /// A user token there, to read a private history (--listenbrainz).
+    #[arg(long, value_name = "TOKEN", requires = "listenbrainz")]
+    pub token: Option<String>,
+    /// The user whose history is read there.
+    #[arg(long, value_name = "NAME")]
+    pub remote_user: String,
+}
+
+impl PullArgs {
+    /// The pull from its first page; `None` without an API's URL.
+    pub fn pull(&self) -> Option<Pull> {
+        let (api, url, key) = match (&self.lastfm, &self.listenbrainz) {
+            (Some(url), _) => (Api::Lastfm, url, &self.api_key),
+            (None, Some(url)) => (Api::Listenbrainz, url, &self.token),
+            (None, None) => return None,
+        };
+        Some(Pull {
+            api,
+            url: url.clone(),
+            remote_user: self.remote_user.clone(),
+            key: key.clone(),
+            cursor: None,
+            pages: 0,
+        })
     }
 }
 
@@ -114,7 +105,7 @@ fn open_here(data_dir: &Path, accounts: Accounts) -> Result<Option<AppState>, Im
 /// `data_dir`, idempotently (listens already there are not added again):
 /// handed to the server when it runs, else run here as the server would
 /// run it — the same job, through the same steps and the same
-/// [`AppState::import`], under the server's settings (its dedupe and
+/// [`crate::App::import`], under the server's settings (its dedupe and
 /// time windows) — so the result does not depend on whether the server
 /// runs. The file is read first either way, so one that is not an export
 /// is refused at once. Here, the finished job is returned.
@@ -189,7 +180,8 @@ pub async fn run_here(state: AppState, job: Job) -> Job {
         return job;
     };
     let (_stop, stopped) = tokio::sync::watch::channel(false);
-    let job = worker::run_job(state.clone(), spool, job, stopped).await;
+    let outbound = state.config.forward.outbound.clone();
+    let job = worker::run_job((*state).clone(), outbound, spool, job, stopped).await;
     let _ = tokio::task::spawn_blocking(move || state.stop_background()).await;
     job
 }
@@ -215,6 +207,8 @@ pub fn spawn_here(state: AppState, job: Job) -> Result<std::thread::JoinHandle<J
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
     use spindle_store::Db;
 
@@ -342,6 +336,30 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(spool.incoming().join(format!("{}.data", job.id))).unwrap(),
             EXPORT
+        );
+    }
+
+    #[test]
+    fn pull_arguments_take_the_key_of_the_api_they_name() {
+        let mut a = PullArgs {
+            lastfm: None,
+            api_key: Some("k".into()),
+            listenbrainz: None,
+            token: Some("t".into()),
+            remote_user: "bob".into(),
+        };
+        assert_eq!(a.pull(), None);
+        a.listenbrainz = Some("http://lb".into());
+        let p = a.pull().unwrap();
+        assert_eq!(
+            (p.api, p.url.as_str(), p.key.as_deref()),
+            (Api::Listenbrainz, "http://lb", Some("t"))
+        );
+        a.lastfm = Some("http://x/2.0/".into());
+        let p = a.pull().unwrap();
+        assert_eq!(
+            (p.api, p.key.as_deref(), p.pages),
+            (Api::Lastfm, Some("k"), 0)
         );
     }
 }

@@ -14,12 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use spindle_listens::Listen;
+use spindle_scrobble::outbound::Policy;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
 use super::{ImportError, Job, JobState, Source, Spool};
 use crate::offline::UserError;
-use crate::AppState;
+use crate::App;
 
 /// How often the spool's `incoming/` folder is looked at: 1 s, so that
 /// `spindle listens import` beside a running server starts at once.
@@ -43,10 +44,11 @@ pub(crate) enum Outcome {
     Stopped,
 }
 
-/// Runs the spool of `state` until `stop` turns true (or its sender is
-/// dropped), then waits for the jobs in hand to stop.
-pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
-    let Some(spool) = state.import_spool().cloned() else {
+/// Runs the spool of `app` until `stop` turns true (or its sender is
+/// dropped), then waits for the jobs in hand to stop. Pulls keep to
+/// `outbound` (the `[outbound] allow` setting).
+pub async fn run(app: App, outbound: Policy, mut stop: watch::Receiver<bool>) {
+    let Some(spool) = app.import_spool().cloned() else {
         return;
     };
     let mut jobs = JoinSet::new();
@@ -65,8 +67,8 @@ pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
             for job in list {
                 tracing::info!(job = %job.id, "resuming the import for {}", job.user);
                 running.insert(job.id.clone());
-                let (st, sp, g) = (state.clone(), spool.clone(), gate.clone());
-                jobs.spawn(run_gated(g, st, sp, job, stop.clone()));
+                let (st, sp, g) = (app.clone(), spool.clone(), gate.clone());
+                jobs.spawn(run_gated(g, st, outbound.clone(), sp, job, stop.clone()));
             }
         }
         Ok(Err(e)) => tracing::warn!("reading the import jobs: {e}"),
@@ -96,8 +98,8 @@ pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
                 for job in taken {
                     if running.insert(job.id.clone()) {
                         tracing::info!(job = %job.id, "import for {} handed in", job.user);
-                        let (st, sp, g) = (state.clone(), spool.clone(), gate.clone());
-                        jobs.spawn(run_gated(g, st, sp, job, stop.clone()));
+                        let (st, sp, g) = (app.clone(), spool.clone(), gate.clone());
+                        jobs.spawn(run_gated(g, st, outbound.clone(), sp, job, stop.clone()));
                     }
                 }
             }
@@ -116,7 +118,8 @@ pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
 /// first.
 async fn run_gated(
     gate: Arc<Semaphore>,
-    state: AppState,
+    app: App,
+    outbound: Policy,
     spool: Spool,
     job: Job,
     stop: watch::Receiver<bool>,
@@ -132,49 +135,51 @@ async fn run_gated(
     if *stop.borrow() {
         return job;
     }
-    run_job(state, spool, job, stop).await
+    run_job(app, outbound, spool, job, stop).await
 }
 
 /// Runs one job to its end, or until `stop`; returns it as last saved.
+/// A pull's requests keep to `outbound`.
 pub async fn run_job(
-    state: AppState,
+    app: App,
+    outbound: Policy,
     spool: Spool,
     mut job: Job,
     stop: watch::Receiver<bool>,
 ) -> Job {
-    if !state.accounts.user_exists(&job.user) {
+    if !app.accounts.user_exists(&job.user) {
         let e = ImportError::User(UserError::NoUser {
             user: job.user.clone(),
         });
-        return fail(&state, &spool, job, &e).await;
+        return fail(&app, &spool, job, &e).await;
     }
     job.state = JobState::Running;
-    save(&state, &spool, &mut job).await;
+    save(&app, &spool, &mut job).await;
     let res = match &job.source {
-        Source::File { .. } => run_file(&state, &spool, &mut job, &stop).await,
-        Source::Pull(_) => crate::pull::run(&state, &spool, &mut job, &stop).await,
+        Source::File { .. } => run_file(&app, &spool, &mut job, &stop).await,
+        Source::Pull(_) => crate::pull::run(&app, &outbound, &spool, &mut job, &stop).await,
     };
     match res {
         Ok(Outcome::Finished) => {
             job.state = JobState::Done;
-            save(&state, &spool, &mut job).await;
+            save(&app, &spool, &mut job).await;
             spool.remove_data(&job.id);
             tracing::info!(job = %job.id, "import for {} {}", job.user, job.progress_line());
             job
         }
         Ok(Outcome::Stopped) => job,
-        Err(e) => fail(&state, &spool, job, &e).await,
+        Err(e) => fail(&app, &spool, job, &e).await,
     }
 }
 
 /// Marks `job` failed with `e`'s text (keys redacted, [`error_text`]),
 /// saves it and removes its export.
-pub(crate) async fn fail(state: &AppState, spool: &Spool, mut job: Job, e: &ImportError) -> Job {
+pub(crate) async fn fail(app: &App, spool: &Spool, mut job: Job, e: &ImportError) -> Job {
     let msg = error_text(e);
     tracing::warn!(job = %job.id, "import for {} failed: {msg}", job.user);
     job.state = JobState::Failed;
     job.error = Some(msg);
-    save(state, spool, &mut job).await;
+    save(app, spool, &mut job).await;
     spool.remove_data(&job.id);
     job
 }
@@ -228,8 +233,8 @@ fn redact_keys(text: &str) -> String {
 
 /// Saves `job`'s progress; a failure is logged (the job goes on, and
 /// resumes from an older step after a restart).
-pub(crate) async fn save(state: &AppState, spool: &Spool, job: &mut Job) {
-    job.updated = state.now();
+pub(crate) async fn save(app: &App, spool: &Spool, job: &mut Job) {
+    job.updated = app.now();
     let (sp, j) = (spool.clone(), job.clone());
     match tokio::task::spawn_blocking(move || sp.save(&j)).await {
         Ok(Ok(())) => {}
@@ -238,15 +243,15 @@ pub(crate) async fn save(state: &AppState, spool: &Spool, job: &mut Job) {
     }
 }
 
-/// Stores `listens` as an import ([`AppState::import`]) on a blocking
+/// Stores `listens` as an import ([`App::import`]) on a blocking
 /// thread and counts them into `job` (`added`, `duplicates`,
 /// `outside_window` and its note).
 pub(crate) async fn store(
-    state: &AppState,
+    app: &App,
     job: &mut Job,
     listens: Vec<Listen>,
 ) -> Result<(), ImportError> {
-    let st = state.clone();
+    let st = app.clone();
     let counts = tokio::task::spawn_blocking(move || st.import(listens))
         .await
         .map_err(|e| ImportError::Task(e.to_string()))??;
@@ -254,14 +259,14 @@ pub(crate) async fn store(
     job.duplicates += counts.already;
     if counts.outside_window > 0 {
         job.outside_window += counts.outside_window;
-        job.set_window_note(super::window_note(state, job.outside_window));
+        job.set_window_note(super::window_note(app, job.outside_window));
     }
     Ok(())
 }
 
 /// Imports the export beside `job`, from the listen it got to.
 async fn run_file(
-    state: &AppState,
+    app: &App,
     spool: &Spool,
     job: &mut Job,
     stop: &watch::Receiver<bool>,
@@ -282,18 +287,18 @@ async fn run_file(
     job.format = Some(export.format.name().to_owned());
     job.notes = export.notes;
     if job.outside_window > 0 {
-        job.set_window_note(super::window_note(state, job.outside_window));
+        job.set_window_note(super::window_note(app, job.outside_window));
     }
     job.total = export.listens.len() as u64;
-    save(state, spool, job).await;
+    save(app, spool, job).await;
     let from = (job.done as usize).min(export.listens.len());
     for chunk in export.listens[from..].chunks(IMPORT_CHUNK) {
         if *stop.borrow() {
             return Ok(Outcome::Stopped);
         }
-        store(state, job, chunk.to_vec()).await?;
+        store(app, job, chunk.to_vec()).await?;
         job.done += chunk.len() as u64;
-        save(state, spool, job).await;
+        save(app, spool, job).await;
     }
     Ok(Outcome::Finished)
 }
@@ -303,7 +308,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::{Accounts, Config, ManualClock};
+    use crate::accounts::Accounts;
+    use crate::clock::ManualClock;
+    use crate::CoreConfig;
     use spindle_store::Db;
 
     const LOG: &str = "#AUDIOSCROBBLER/1.1\n#TZ/UNKNOWN\n#CLIENT/Rockbox ipodvideo $Revision$\n\
@@ -311,18 +318,19 @@ Metallica\tMetallica\tEnter Sandman\t1\t365\tL\t1700000000\t\n\
 Portishead\tDummy\tCowboys\t2\t279\tS\t1700000400\t\n\
 Portishead\tDummy\tRoads\t3\t305\tL\t1700000700\t\n";
 
-    fn state(dir: &std::path::Path) -> AppState {
+    fn state(dir: &std::path::Path) -> App {
         let acc = Accounts::open(&dir.join("accounts")).unwrap();
         acc.add_user_cheaply("ann", "secret-password");
         let (listens, _) = spindle_listens::Listens::open(&dir.join("listens")).unwrap();
-        AppState::new(
+        let mut app = App::new(
             Arc::new(Db::open(dir.join("lib")).unwrap()),
             Arc::new(acc),
             Arc::new(listens),
-            Config::default(),
+            CoreConfig::default(),
             Arc::new(ManualClock::new(1_750_000_000)),
-        )
-        .with_import_spool(dir)
+        );
+        app.set_import_spool(dir);
+        app
     }
 
     /// Polls the job's file until it is finished.
@@ -344,7 +352,7 @@ Portishead\tDummy\tRoads\t3\t305\tL\t1700000700\t\n";
         let st = state(dir.path());
         let spool = st.import_spool().unwrap().clone();
         let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(run(st.clone(), stopped));
+        let task = tokio::spawn(run(st.clone(), Policy::default(), stopped));
         let file = dir.path().join(".scrobbler.log");
         std::fs::write(&file, LOG).unwrap();
         let job = Job::new(
@@ -404,7 +412,7 @@ Portishead\tDummy\tRoads\t3\t305\tL\t1700000700\t\n";
         spool.save(&job).unwrap();
         std::fs::write(spool.data_path(&job.id), LOG).unwrap();
         let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(run(st.clone(), stopped));
+        let task = tokio::spawn(run(st.clone(), Policy::default(), stopped));
         let done = finished(&spool, &job.id).await;
         // Only the listen after the first was stored.
         assert_eq!((done.state, done.done, done.added), (JobState::Done, 2, 1));
@@ -420,7 +428,14 @@ Portishead\tDummy\tRoads\t3\t305\tL\t1700000700\t\n";
         let job = Job::new("ann", Source::File { name: "x".into() }, 1);
         spool.save(&job).unwrap();
         std::fs::write(spool.data_path(&job.id), "not an export").unwrap();
-        let done = run_job(st, spool.clone(), job.clone(), watch::channel(false).1).await;
+        let done = run_job(
+            st,
+            Policy::default(),
+            spool.clone(),
+            job.clone(),
+            watch::channel(false).1,
+        )
+        .await;
         assert_eq!(done.state, JobState::Failed);
         assert!(!spool.data_path(&job.id).exists(), "the export is removed");
         let saved = spool.read(&job.id).unwrap().unwrap();
@@ -457,7 +472,7 @@ Portishead\tDummy\tRoads\t3\t305\tL\t1700000700\t\n";
         let export = r#"[{"listened_at": 5, "track_metadata": {"artist_name": "A", "track_name": "Old"}},
             {"listened_at": 1700000000, "track_metadata": {"artist_name": "A", "track_name": "Fine"}}]"#;
         std::fs::write(spool.data_path(&job.id), export).unwrap();
-        let done = run_job(st, spool, job, watch::channel(false).1).await;
+        let done = run_job(st, Policy::default(), spool, job, watch::channel(false).1).await;
         assert_eq!(done.state, JobState::Done, "{:?}", done.error);
         assert_eq!(
             (done.total, done.added, done.duplicates, done.outside_window),
@@ -484,7 +499,14 @@ Portishead\tDummy\tRoads\t3\t305\tL\t1700000700\t\n";
         spool.save(&job).unwrap();
         std::fs::write(spool.data_path(&job.id), LOG).unwrap();
         let (_stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(run_gated(gate, st, spool.clone(), job.clone(), stopped));
+        let task = tokio::spawn(run_gated(
+            gate,
+            st,
+            Policy::default(),
+            spool.clone(),
+            job.clone(),
+            stopped,
+        ));
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(
             spool.read(&job.id).unwrap().unwrap().state,
@@ -505,7 +527,7 @@ Portishead\tDummy\tRoads\t3\t305\tL\t1700000700\t\n";
         let part = st.import_spool().unwrap().part_path("1-abc").unwrap();
         std::fs::write(&part, "half an upload").unwrap();
         let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(run(st, stopped));
+        let task = tokio::spawn(run(st, Policy::default(), stopped));
         for _ in 0..50 {
             if !part.exists() {
                 break;
@@ -523,7 +545,7 @@ Portishead\tDummy\tRoads\t3\t305\tL\t1700000700\t\n";
         let st = state(dir.path());
         let spool = st.import_spool().unwrap().clone();
         let job = Job::new("zed", Source::File { name: "log".into() }, 1);
-        let done = run_job(st, spool, job, watch::channel(false).1).await;
+        let done = run_job(st, Policy::default(), spool, job, watch::channel(false).1).await;
         assert_eq!(done.state, JobState::Failed);
         assert_eq!(
             done.error.as_deref(),

@@ -33,7 +33,7 @@ pub const DIR_MODE: u32 = 0o700;
 pub const FILE_MODE: u32 = 0o600;
 
 /// Creates `dir` and its missing parents, mode [`DIR_MODE`].
-pub(crate) fn make_dir(dir: &Path) -> std::io::Result<()> {
+pub fn make_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(DIR_MODE)
@@ -253,7 +253,7 @@ fn bad_json(path: &Path) -> impl Fn(serde_json::Error) -> std::io::Error + '_ {
 }
 
 /// The ids of the `ID.json` files in `dir` (none if it does not exist).
-pub(crate) fn json_ids(dir: &Path) -> std::io::Result<Vec<String>> {
+pub fn json_ids(dir: &Path) -> std::io::Result<Vec<String>> {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -274,11 +274,7 @@ pub(crate) fn json_ids(dir: &Path) -> std::io::Result<Vec<String>> {
 }
 
 /// Writes `value` as `dir/name` through a temporary file renamed over it.
-pub(crate) fn write_json<T: serde::Serialize>(
-    dir: &Path,
-    name: &str,
-    value: &T,
-) -> std::io::Result<()> {
+pub fn write_json<T: serde::Serialize>(dir: &Path, name: &str, value: &T) -> std::io::Result<()> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let mut f = create_file(&tmp)?;
     serde_json::to_writer_pretty(&mut f, value).map_err(std::io::Error::other)?;

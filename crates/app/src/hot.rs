@@ -1,4 +1,4 @@
-//! What the storage tiers' hot tier hears from the server: which library
+//! What the storage tiers' hot tier hears from the core: which library
 //! track a listen or a library `url` is ([`track_of_url`], the one
 //! mapping), every accepted listen (`TierFeed`), the listening history
 //! replayed once at start ([`replay_and_prefill`]), and the tracks the
@@ -16,10 +16,11 @@ use spindle_query::SourcePref;
 use spindle_store::{Db, Library, ValueRef};
 use spindle_tiers::{Tiers, TiersConfig, TrackRef};
 
-use crate::state::AppState;
+use crate::music::Music;
 use crate::worker::BatchWorker;
+use crate::App;
 
-/// How far back [`AppState::replay_history_into`] reads the history.
+/// How far back [`App::replay_history_into`] reads the history.
 pub const REPLAY_DAYS: i64 = 90;
 /// A replayed listen's weight halves every this many days of age.
 pub const REPLAY_HALF_LIFE_DAYS: f64 = 30.0;
@@ -95,18 +96,18 @@ fn weigh<'a>(
 /// A correction of the history ([`TierFeed::send_corrected`]) takes each
 /// listen it removed back and gives each it added, at the weight the
 /// start-up replay gives a listen of its age.
-pub(crate) struct TierFeed(BatchWorker<(Listen, f64)>);
+pub struct TierFeed(BatchWorker<(Listen, f64)>);
 
 impl TierFeed {
     /// Queues accepted listens: weight 1 each.
-    pub(crate) fn send(&self, fresh: Vec<Listen>) {
+    pub fn send(&self, fresh: Vec<Listen>) {
         self.0.send(fresh.into_iter().map(|l| (l, 1.0)).collect());
     }
 
     /// Queues what a correction changed, at `now`: each listen of the
     /// last [`REPLAY_DAYS`] days taken away (negative weight) or added,
-    /// weighing what [`AppState::replay_history_into`] gives it.
-    pub(crate) fn send_corrected(&self, c: &spindle_listens::Corrected, now: i64) {
+    /// weighing what [`App::replay_history_into`] gives it.
+    pub fn send_corrected(&self, c: &spindle_listens::Corrected, now: i64) {
         let weight = |l: &Listen| {
             let age = now - l.timestamp;
             (age <= REPLAY_DAYS * 86_400)
@@ -123,17 +124,17 @@ impl TierFeed {
         self.0.send(less.chain(more).collect());
     }
 
-    pub(crate) fn flush(&self) {
+    pub fn flush(&self) {
         self.0.flush();
     }
 
-    pub(crate) fn stop(&self) {
+    pub fn stop(&self) {
         self.0.stop();
     }
 }
 
 /// Starts the feed of `tiers`, whose folders are `roots`, from `db`.
-pub(crate) fn feed(db: Arc<Db>, tiers: Arc<Tiers>, roots: Vec<PathBuf>) -> TierFeed {
+pub fn feed(db: Arc<Db>, tiers: Arc<Tiers>, roots: Vec<PathBuf>) -> TierFeed {
     TierFeed(BatchWorker::start(
         "spindle-tier-listens",
         "tiers: listens will not reach the hot tier",
@@ -155,7 +156,7 @@ pub(crate) fn feed(db: Arc<Db>, tiers: Arc<Tiers>, roots: Vec<PathBuf>) -> TierF
     ))
 }
 
-/// What [`AppState::replay_history_into`] fed.
+/// What [`App::replay_history_into`] fed.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Replayed {
     /// Listens read (of every user, in the window).
@@ -165,7 +166,7 @@ pub struct Replayed {
     pub weight: f64,
 }
 
-impl AppState {
+impl App {
     /// Replays the recent listening history into `tiers` once (at start,
     /// so a restart does not forget what is popular): every user's listens
     /// of the last [`REPLAY_DAYS`] days, at most [`REPLAY_MAX_PER_USER`]
@@ -218,17 +219,17 @@ impl AppState {
 /// scrobbles yet) into the policy, then the hot folder's free space
 /// filled with what the policy now ranks highest. Call from a blocking
 /// thread.
-pub fn replay_and_prefill(state: &AppState, tiers: &Tiers) {
+pub fn replay_and_prefill(app: &App, tiers: &Tiers) {
     let _job = tracing::info_span!("replay").entered();
-    let roots = state.music.roots();
-    let r = state.replay_history_into(tiers, roots);
+    let roots = app.music.roots();
+    let r = app.replay_history_into(tiers, roots);
     if r.listens > 0 {
         tracing::info!(
             "tiers: replayed {} listens of the last {REPLAY_DAYS} days into the hot tier's policy ({} tracks)",
             r.listens, r.tracks
         );
     } else {
-        let lib = state.db.read();
+        let lib = app.db.read();
         let ids: Vec<u32> = lib.ids().collect();
         let rows = lib.fetch_rows(&ids, &["url", "timesplayed"], &SourcePref::default());
         for r in rows.iter() {
@@ -307,9 +308,11 @@ pub fn pinned_tracks(db: &Db, pins: &Path, roots: &[PathBuf]) -> Result<Vec<Trac
 /// `every`, when the pins file (`DATA/tiers/pins`) or the library's size
 /// changed since the last look, re-evaluates the pins and hands the
 /// tracks to [`Tiers::set_pinned`] (on a blocking thread: it reads each
-/// track's length). The first look is at once.
+/// track's length). The first look is at once. `music` has the folders
+/// the pins' tracks lie in.
 pub async fn pin_loop(
-    state: AppState,
+    db: Arc<Db>,
+    music: Arc<Music>,
     tiers: Arc<Tiers>,
     pins: PathBuf,
     every: Duration,
@@ -318,13 +321,13 @@ pub async fn pin_loop(
     let mut seen: Option<(Option<SystemTime>, usize)> = None;
     while !*stop.borrow() {
         let mtime = std::fs::metadata(&pins).and_then(|m| m.modified()).ok();
-        let entries = state.db.read().len();
+        let entries = db.read().len();
         if seen != Some((mtime, entries)) {
             seen = Some((mtime, entries));
-            let (st, pins, t) = (state.clone(), pins.clone(), tiers.clone());
+            let (db, music, pins, t) = (db.clone(), music.clone(), pins.clone(), tiers.clone());
             let r = tokio::task::spawn_blocking(move || {
                 let _job = tracing::info_span!("pins").entered();
-                pinned_tracks(&st.db, &pins, st.music.roots()).map(|tracks| t.set_pinned(tracks))
+                pinned_tracks(&db, &pins, music.roots()).map(|tracks| t.set_pinned(tracks))
             })
             .await;
             if let Ok(Err(e)) = r {
@@ -335,264 +338,5 @@ pub async fn pin_loop(
             () = tokio::time::sleep(every) => {}
             _ = stop.changed() => {}
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::params::Params;
-    use crate::scrobble::store;
-    use crate::state::lock;
-    use crate::{Accounts, Config, ManualClock, Music};
-    use axum::body::Body;
-    use axum::http::{Request, StatusCode};
-    use spindle_tiers::placement::{key_id, HotPolicy};
-    use std::sync::Mutex;
-    use tower::ServiceExt;
-
-    const PW: &str = "pw for tests";
-    const NOW: i64 = 1_750_000_000;
-
-    type Calls = Arc<Mutex<Vec<(u64, f64)>>>;
-
-    /// A policy that records the listens it hears of.
-    struct Recorder(Calls);
-
-    impl HotPolicy for Recorder {
-        fn access(&mut self, _id: u64, _size: u64) -> (bool, Vec<u64>) {
-            (false, Vec::new())
-        }
-        fn contains(&self, _id: u64) -> bool {
-            false
-        }
-        fn record_listen(&mut self, id: u64, weight: f64) {
-            lock(&self.0).push((id, weight));
-        }
-        fn set_budget(&mut self, _bytes: u64) -> Vec<u64> {
-            Vec::new()
-        }
-        fn remove(&mut self, _id: u64) -> bool {
-            false
-        }
-    }
-
-    struct Fixture {
-        _dirs: (tempfile::TempDir, tempfile::TempDir),
-        state: AppState,
-        tiers: Arc<Tiers>,
-        calls: Calls,
-        roots: Vec<PathBuf>,
-        /// (entry id, artist, title, album, tiers key) of each demo track.
-        tracks: Vec<(u32, String, String, String, String)>,
-    }
-
-    fn fixture() -> Fixture {
-        let data = tempfile::tempdir().unwrap();
-        let music_dir = tempfile::tempdir().unwrap();
-        spindle_media::demo::generate_demo(music_dir.path()).unwrap();
-        let root = std::fs::canonicalize(music_dir.path()).unwrap();
-        let db = Arc::new(Db::open(data.path().join("lib")).unwrap());
-        spindle_media::scan::scan(
-            &db,
-            std::slice::from_ref(&root),
-            &spindle_media::scan::ScanOptions::default(),
-            &mut spindle_media::scan::Quiet,
-        )
-        .unwrap();
-        let accounts = Accounts::open(&data.path().join("accounts")).unwrap();
-        accounts.add_user("ann", PW, 0).unwrap();
-        let (listens, _) = spindle_listens::Listens::open(&data.path().join("listens")).unwrap();
-        let state = AppState::new(
-            db.clone(),
-            Arc::new(accounts),
-            Arc::new(listens),
-            Config::default(),
-            Arc::new(ManualClock::new(NOW)),
-        );
-        let calls = Calls::default();
-        let cfg = spindle_tiers::TiersConfig {
-            hot: Some(spindle_tiers::config::HotConfig {
-                path: data.path().join("hot"),
-                budget: 1 << 20,
-            }),
-            ..Default::default()
-        };
-        let roots = vec![root];
-        let tiers = Arc::new(
-            Tiers::new(cfg, &roots, data.path(), Box::new(Recorder(calls.clone()))).unwrap(),
-        );
-        let lib = db.read();
-        let pref = SourcePref::default();
-        let get = |id, k: &str| {
-            lib.get(id, k, &pref)
-                .first()
-                .map(|v| v.to_string())
-                .unwrap_or_default()
-        };
-        let mut tracks: Vec<_> = lib
-            .ids()
-            .map(|id| {
-                let file = spindle_media::scan::url_path(&get(id, "url")).unwrap();
-                let key = file.strip_prefix(&roots[0]).unwrap().to_str().unwrap();
-                (
-                    id,
-                    get(id, "artist"),
-                    get(id, "title"),
-                    get(id, "album"),
-                    key.to_owned(),
-                )
-            })
-            .collect();
-        tracks.sort();
-        drop(lib);
-        Fixture {
-            _dirs: (data, music_dir),
-            state,
-            tiers,
-            calls,
-            roots,
-            tracks,
-        }
-    }
-
-    /// The listens the policy heard of: weight per tiers key.
-    fn heard(f: &Fixture) -> HashMap<String, f64> {
-        let mut out = HashMap::new();
-        for (id, w) in lock(&f.calls).iter() {
-            let key = f
-                .tracks
-                .iter()
-                .find(|t| key_id(&t.4) == *id)
-                .map_or_else(|| format!("unknown {id}"), |t| t.4.clone());
-            *out.entry(key).or_default() += w;
-        }
-        out
-    }
-
-    async fn send(app: &axum::Router, req: Request<Body>) -> (StatusCode, String) {
-        let r = app.clone().oneshot(req).await.unwrap();
-        let status = r.status();
-        let body = http_body_util::BodyExt::collect(r.into_body())
-            .await
-            .unwrap()
-            .to_bytes();
-        (status, String::from_utf8_lossy(&body).into_owned())
-    }
-
-    #[tokio::test]
-    async fn every_accepted_scrobble_raises_its_tracks_popularity_in_the_tiers() {
-        let f = fixture();
-        let music = Music::new(&f.roots, f._dirs.0.path()).unwrap();
-        let state = f
-            .state
-            .clone()
-            .with_music(music.with_tiers(f.tiers.clone()));
-        let app = crate::router(state.clone());
-        let [a, b, c, d] = [0, 1, 2, 3].map(|i| f.tracks[i].clone());
-
-        // ListenBrainz: a single listen of a.
-        let token = state.accounts.user_token("ann").unwrap();
-        let body = serde_json::json!({"listen_type": "single", "payload": [{
-            "listened_at": NOW - 100,
-            "track_metadata": {"artist_name": a.1, "track_name": a.2, "release_name": a.3}}]});
-        let req = Request::post("/1/submit-listens")
-            .header("authorization", format!("Token {token}"))
-            .body(Body::from(body.to_string()))
-            .unwrap();
-        let (st, text) = send(&app, req).await;
-        assert_eq!(st, StatusCode::OK, "{text}");
-
-        // Last.fm 2.0: track.scrobble of b, signed, with a session.
-        let (key, secret) = state.accounts.add_api_key("ann", NOW).unwrap();
-        let sk = state.accounts.new_session("ann", &key, NOW).unwrap();
-        let mut p = Params(
-            [
-                ("method", "track.scrobble"),
-                ("api_key", key.as_str()),
-                ("sk", sk.as_str()),
-                ("artist[0]", b.1.as_str()),
-                ("track[0]", b.2.as_str()),
-                ("timestamp[0]", &(NOW - 50).to_string()),
-            ]
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        );
-        let sig = p.signature(&secret);
-        p.0.push(("api_sig".into(), sig));
-        p.0.push(("format".into(), "json".into()));
-        let form = form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(&p.0)
-            .finish();
-        let req = Request::post("/2.0/")
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(Body::from(form))
-            .unwrap();
-        let (st, text) = send(&app, req).await;
-        assert!(
-            st == StatusCode::OK && text.contains("\"accepted\":1"),
-            "{text}"
-        );
-
-        // Subsonic: scrobble of c with submission=true counts; a
-        // now-playing report of d (submission=false) does not.
-        let auth = format!("u=ann&p=enc:{}&v=1.16.1&c=test&f=json", hex(PW));
-        for (t, submission) in [(&c, true), (&d, false)] {
-            let uri = format!("/rest/scrobble?{auth}&id={}&submission={submission}", t.0);
-            let (st, text) = send(&app, Request::get(uri).body(Body::empty()).unwrap()).await;
-            assert!(st == StatusCode::OK && text.contains("\"ok\""), "{text}");
-        }
-
-        // The same ListenBrainz listen again is a duplicate: not counted.
-        let req = Request::post("/1/submit-listens")
-            .header("authorization", format!("Token {token}"))
-            .body(Body::from(body.to_string()))
-            .unwrap();
-        assert_eq!(send(&app, req).await.0, StatusCode::OK);
-        // A listen of a track not in the library reaches no track.
-        let mut l = Listen::new("ann", NOW - 10, "Nobody", "Nothing");
-        l.client = "test".into();
-        store(&state, vec![l]).await.unwrap();
-
-        state.flush_library_links();
-        let got = heard(&f);
-        let want: HashMap<String, f64> = [(a.4, 1.0), (b.4, 1.0), (c.4, 1.0)].into_iter().collect();
-        assert_eq!(got, want);
-    }
-
-    #[tokio::test]
-    async fn a_restart_replays_the_recent_history_weighted_by_recency() {
-        let f = fixture();
-        let day = 86_400;
-        let [a, b, c] = [0, 1, 2].map(|i| f.tracks[i].clone());
-        let listen = |t: &(u32, String, String, String, String), ts: i64| {
-            let mut l = Listen::new("ann", ts, &t.1, &t.2);
-            l.album = t.3.clone();
-            l
-        };
-        // a: twice today; b: once 30 days ago (half a play); c: 200 days
-        // ago, outside the window.
-        let ls = vec![
-            listen(&a, NOW - 60),
-            listen(&a, NOW - 600),
-            listen(&b, NOW - 30 * day),
-            listen(&c, NOW - 200 * day),
-        ];
-        f.state.listens.submit(&ls).unwrap();
-        let r = f.state.replay_history_into(&f.tiers, &f.roots);
-        assert_eq!((r.listens, r.tracks), (3, 2), "{r:?}");
-        let got = heard(&f);
-        assert_eq!(got.len(), 2, "{got:?}");
-        assert!((got[&a.4] - 2.0).abs() < 0.01, "{got:?}");
-        assert!((got[&b.4] - 0.5).abs() < 0.01, "{got:?}");
-        // Without tiers fed, a scrobble changes nothing there.
-        store(&f.state, vec![listen(&a, NOW - 5)]).await.unwrap();
-        f.state.flush_library_links();
-        assert_eq!(heard(&f).len(), 2);
-    }
-
-    fn hex(s: &str) -> String {
-        s.bytes().map(|b| format!("{b:02x}")).collect()
     }
 }

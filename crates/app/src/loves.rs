@@ -26,13 +26,13 @@ use sha2::{Digest, Sha256};
 use spindle_listens::{normalise, AppendError, Listens, Loved};
 
 use crate::catalog::{Catalog, Song};
-use crate::state::AppState;
+use crate::App;
 
 /// A track as loves compare it: artist and title, normalised.
-pub(crate) type Key = (String, String);
+pub type Key = (String, String);
 
 /// The key of a track.
-pub(crate) fn key(artist: &str, title: &str) -> Key {
+pub fn key(artist: &str, title: &str) -> Key {
     (normalise(artist), normalise(title))
 }
 
@@ -79,14 +79,14 @@ pub fn msid(artist: &str, title: &str) -> String {
 
 /// One user's loves, by track, for telling which songs are starred.
 #[derive(Debug, Default)]
-pub(crate) struct LovedSet {
+pub struct LovedSet {
     /// Track → (when loved, the names as loved).
     by_key: HashMap<Key, (i64, Loved)>,
 }
 
 impl LovedSet {
     /// `user`'s loves as they are now.
-    pub(crate) fn of(listens: &Listens, user: &str) -> LovedSet {
+    pub fn of(listens: &Listens, user: &str) -> LovedSet {
         let by_key = listens
             .loved(user)
             .into_iter()
@@ -95,12 +95,12 @@ impl LovedSet {
         LovedSet { by_key }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.by_key.is_empty()
     }
 
     /// When the song's track was loved (its star's time), if it is.
-    pub(crate) fn song(&self, s: &Song) -> Option<i64> {
+    pub fn song(&self, s: &Song) -> Option<i64> {
         if self.by_key.is_empty() {
             return None;
         }
@@ -115,7 +115,7 @@ impl LovedSet {
     }
 
     /// The starred songs of `cat`, in catalog order.
-    pub(crate) fn songs<'c>(&self, cat: &'c Catalog) -> Vec<(&'c Song, i64)> {
+    pub fn songs<'c>(&self, cat: &'c Catalog) -> Vec<(&'c Song, i64)> {
         if self.by_key.is_empty() {
             return Vec::new();
         }
@@ -128,22 +128,16 @@ impl LovedSet {
 
 /// Loves (or unloves) a track, durably, and wakes the forwarding feeders
 /// (a love goes to the user's linked services like a listen). Blocking.
-pub(crate) fn set(
-    st: &AppState,
-    user: &str,
-    artist: &str,
-    title: &str,
-    on: bool,
-) -> Result<(), AppendError> {
+pub fn set(st: &App, user: &str, artist: &str, title: &str, on: bool) -> Result<(), AppendError> {
     st.listens.love(user, artist, title, st.now(), on)?;
-    st.forward.wake();
+    st.forwarding.wake();
     Ok(())
 }
 
 /// Stars (loves) or unstars (unloves) a library song for `user`. A star
 /// of a song already loved writes nothing; an unstar takes back every
 /// love that stars it. Blocking.
-pub(crate) fn star_song(st: &AppState, user: &str, s: &Song, on: bool) -> Result<(), AppendError> {
+pub fn star_song(st: &App, user: &str, s: &Song, on: bool) -> Result<(), AppendError> {
     let loved = LovedSet::of(&st.listens, user);
     if on {
         if loved.song(s).is_none() {
@@ -159,7 +153,7 @@ pub(crate) fn star_song(st: &AppState, user: &str, s: &Song, on: bool) -> Result
 
 /// The MusicBrainz recording id of a track: a library song's, else one
 /// of `user`'s listens of it. Blocking (a catalog read).
-pub(crate) fn mbid_of(st: &AppState, user: &str, artist: &str, title: &str) -> Option<String> {
+pub fn mbid_of(st: &App, user: &str, artist: &str, title: &str) -> Option<String> {
     let k = key(artist, title);
     let cat = st.music.catalog(&st.db);
     let from_library = cat
@@ -178,7 +172,7 @@ pub(crate) fn mbid_of(st: &AppState, user: &str, artist: &str, title: &str) -> O
 
 /// MusicBrainz recording ids of the tracks of `keys`, from the library,
 /// else from `user`'s listens. Blocking.
-pub(crate) fn mbids_of(st: &AppState, user: &str, keys: &HashSet<Key>) -> HashMap<Key, String> {
+pub fn mbids_of(st: &App, user: &str, keys: &HashSet<Key>) -> HashMap<Key, String> {
     let mut out = HashMap::new();
     if keys.is_empty() {
         return out;
@@ -208,7 +202,7 @@ pub(crate) fn mbids_of(st: &AppState, user: &str, keys: &HashSet<Key>) -> HashMa
 
 /// The track (artist, title) of a recording MBID: a library song's names,
 /// else those of `user`'s listens with it. Blocking.
-pub(crate) fn track_of_mbid(st: &AppState, user: &str, mbid: &str) -> Option<(String, String)> {
+pub fn track_of_mbid(st: &App, user: &str, mbid: &str) -> Option<(String, String)> {
     let cat = st.music.catalog(&st.db);
     let song = cat.songs.iter().find(|s| {
         s.mbid
@@ -227,7 +221,7 @@ pub(crate) fn track_of_mbid(st: &AppState, user: &str, mbid: &str) -> Option<(St
 
 /// The track of an [`msid`]: among `user`'s loves, listens and the
 /// library's songs. Blocking.
-pub(crate) fn track_of_msid(st: &AppState, user: &str, id: &str) -> Option<(String, String)> {
+pub fn track_of_msid(st: &App, user: &str, id: &str) -> Option<(String, String)> {
     let id = id.to_ascii_lowercase();
     let hit = |a: &str, t: &str| msid(a, t) == id;
     if let Some(l) = st
@@ -256,7 +250,7 @@ pub(crate) fn track_of_msid(st: &AppState, user: &str, id: &str) -> Option<(Stri
 /// drops them there; stars of songs no longer in the library stay. Run
 /// by a primary when it opens; a crash half-way repeats nothing (a song
 /// already loved is not loved again). Returns warnings.
-pub(crate) fn move_song_stars(st: &AppState) -> Vec<String> {
+pub fn move_song_stars(st: &App) -> Vec<String> {
     let mut warnings = Vec::new();
     let mut cat = None;
     for (user, _) in st.accounts.list_users() {
@@ -309,8 +303,8 @@ mod tests {
 
     #[test]
     fn song_stars_of_an_older_spindle_become_loves_once_and_leave_album_stars() {
-        let kit = crate::subsonic::testkit::Kit::new();
-        let st = &kit.state;
+        let kit = crate::testlib::Demo::new();
+        let st = &kit.app;
         let song = kit.songs[0].clone();
         let ids = [song.clone(), "al-x".to_owned(), "999999".to_owned()];
         st.music.userdata.star("bob", &ids, true, 100).unwrap();

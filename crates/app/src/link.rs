@@ -20,13 +20,13 @@ use spindle_store::{Db, Op};
 
 use crate::worker::BatchWorker;
 
-pub(crate) const SOURCE: &str = "server";
+pub const SOURCE: &str = "server";
 
 /// A listen that starts counting (`plays` 1) or stops (−1), and the
 /// library entry it is of when the client named it (Subsonic's `id`, the
 /// web player's song): that entry counts it even when its tags do not
 /// match (a file without tags is shown under names from its path).
-pub(crate) struct Play {
+pub struct Play {
     listen: Listen,
     plays: i64,
     entry: Option<u32>,
@@ -39,12 +39,12 @@ pub(crate) struct Play {
 
 /// The library linker: a thread over batches of accepted listens (and of
 /// listens a correction changed).
-pub(crate) struct Linker(BatchWorker<Play>);
+pub struct Linker(BatchWorker<Play>);
 
 impl Linker {
     /// Queues accepted listens: one play each, counted in their users'
     /// plays once matched.
-    pub(crate) fn send(&self, fresh: Vec<Listen>) {
+    pub fn send(&self, fresh: Vec<Listen>) {
         self.send_songs(fresh.into_iter().map(|l| (l, None)).collect());
     }
 
@@ -52,7 +52,7 @@ impl Linker {
     /// Those were counted in their users' plays before the answer
     /// ([`crate::scrobble::store_songs`]); the others are counted here,
     /// once matched, so the request path does no library lookup.
-    pub(crate) fn send_songs(&self, fresh: Vec<(Listen, Option<u32>)>) {
+    pub fn send_songs(&self, fresh: Vec<(Listen, Option<u32>)>) {
         self.0.send(
             fresh
                 .into_iter()
@@ -68,7 +68,7 @@ impl Linker {
 
     /// Queues what a correction changed: a play less for each listen it
     /// took away, one more for each it added.
-    pub(crate) fn send_corrected(&self, c: &spindle_listens::Corrected) {
+    pub fn send_corrected(&self, c: &spindle_listens::Corrected) {
         let less = c.removed.iter().map(|l| Play {
             listen: l.clone(),
             plays: -1,
@@ -85,18 +85,18 @@ impl Linker {
     }
 
     /// Waits until every batch sent so far is in the library.
-    pub(crate) fn flush(&self) {
+    pub fn flush(&self) {
         self.0.flush();
     }
 
     /// Links what was sent, then ends the thread and joins it.
-    pub(crate) fn stop(&self) {
+    pub fn stop(&self) {
         self.0.stop();
     }
 }
 
 /// Starts the linker of `db`, counting users' plays in `users`.
-pub(crate) fn start(db: Arc<Db>, users: Arc<crate::plays::Plays>) -> Linker {
+pub fn start(db: Arc<Db>, users: Arc<crate::plays::Plays>) -> Linker {
     Linker(BatchWorker::start(
         "spindle-link",
         "listens will not update play counts",
@@ -113,7 +113,7 @@ fn eq(key: &str, v: &str) -> Coll {
 }
 
 /// The library entry a listen is of, if any.
-pub(crate) fn find_entry(lib: &spindle_store::Library, l: &Listen) -> Option<u32> {
+pub fn find_entry(lib: &spindle_store::Library, l: &Listen) -> Option<u32> {
     let pref = SourcePref::default();
     let first = |c: Coll| lib.query_ids(&c, &pref).ok()?.ids.first().copied();
     if !l.mbid.is_empty() {

@@ -5,7 +5,7 @@
 
 use spindle_listens::{AppendError, LimitError, Listen, Submitted};
 
-use crate::state::AppState;
+use crate::App;
 
 /// Why a listen was not recorded (Last.fm ignoredMessage codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +62,7 @@ impl Ignored {
 /// The checks every listen passes before it is stored (or kept as
 /// now-playing): names present, no NUL, every field within the history's
 /// limits ([`Listen::check_limits`]), and with `timed` the time window.
-pub fn check(state: &AppState, l: &Listen, timed: bool) -> Result<(), Ignored> {
+pub fn check(app: &App, l: &Listen, timed: bool) -> Result<(), Ignored> {
     let bad = |s: &str| s.trim().is_empty() || s.contains('\0');
     if bad(&l.artist)
         || [&l.album, &l.album_artist, &l.mbid, &l.client]
@@ -78,10 +78,10 @@ pub fn check(state: &AppState, l: &Listen, timed: bool) -> Result<(), Ignored> {
     l.check_limits()
         .map_err(|e: LimitError| Ignored::TooLong { field: e.field })?;
     if timed {
-        if l.timestamp < state.config.min_timestamp {
+        if l.timestamp < app.config.min_timestamp {
             return Err(Ignored::TooOld);
         }
-        if l.timestamp > state.now() + state.config.max_future {
+        if l.timestamp > app.now() + app.config.max_future {
             return Err(Ignored::TooNew);
         }
     }
@@ -92,26 +92,26 @@ pub fn check(state: &AppState, l: &Listen, timed: bool) -> Result<(), Ignored> {
 /// and counted in their user's plays (`crate::plays`). The listens
 /// move to a blocking thread and on to the library linker: nothing is
 /// copied.
-pub async fn store(state: &AppState, listens: Vec<Listen>) -> Result<Vec<Submitted>, AppendError> {
+pub async fn store(app: &App, listens: Vec<Listen>) -> Result<Vec<Submitted>, AppendError> {
     let songs = listens.into_iter().map(|l| (l, None)).collect();
-    store_songs(state, songs).await
+    store_songs(app, songs).await
 }
 
 /// [`store`] of listens of library entries the client named (Subsonic's
 /// `scrobble`, the web player): those entries' play counts rise even
 /// when their tags do not match the listen's names.
 pub async fn store_songs(
-    state: &AppState,
+    app: &App,
     songs: Vec<(Listen, Option<u32>)>,
 ) -> Result<Vec<Submitted>, AppendError> {
     let (listens, entries): (Vec<Listen>, Vec<Option<u32>>) = songs.into_iter().unzip();
     if listens.is_empty() {
         return Ok(Vec::new());
     }
-    let st = state.clone();
+    let (history, db, plays) = (app.listens.clone(), app.db.clone(), app.plays.clone());
     let out = tokio::task::spawn_blocking(move || {
-        let out = st.listens.submit(&listens)?;
-        let lib = st.db.read();
+        let out = history.submit(&listens)?;
+        let lib = db.read();
         // An entry the library no longer has is as good as none.
         let fresh: Vec<(Listen, Option<u32>)> = listens
             .into_iter()
@@ -126,7 +126,7 @@ pub async fn store_songs(
         // and then counts them (`link.rs`).
         let named: Vec<(Listen, Option<u32>)> =
             fresh.iter().filter(|(_, e)| e.is_some()).cloned().collect();
-        st.plays.record(&lib, &named);
+        plays.record(&lib, &named);
         drop(lib);
         Ok::<_, AppendError>((out, fresh))
     })
@@ -136,12 +136,12 @@ pub async fn store_songs(
         Err(e) => return Err(AppendError::Io(format!("the writer task failed: {e}"))),
     };
     // The feeders of linked services read what is now durable.
-    state.forward.wake();
-    state.clear_now_playing_of(fresh.iter().map(|(l, _)| l));
-    if let Some(feed) = &state.feed {
+    app.forwarding.wake();
+    app.clear_now_playing_of(fresh.iter().map(|(l, _)| l));
+    if let Some(feed) = &app.feed {
         feed.send(fresh.iter().map(|(l, _)| l.clone()).collect());
     }
-    state.linker.send_songs(fresh);
+    app.linker.send_songs(fresh);
     Ok(out)
 }
 
@@ -151,20 +151,20 @@ pub async fn store_songs(
 /// [`AppendError::TooLarge`] (see [`AppendError::is_refusal`]) before
 /// anything is written.
 pub async fn love(
-    state: &AppState,
+    app: &App,
     user: String,
     artist: String,
     title: String,
     loved: bool,
 ) -> Result<(), AppendError> {
     spindle_listens::check_love_limits(&user, &artist, &title)?;
-    let st = state.clone();
-    tokio::task::spawn_blocking(move || crate::loves::set(&st, &user, &artist, &title, loved))
+    let app = app.clone();
+    tokio::task::spawn_blocking(move || crate::loves::set(&app, &user, &artist, &title, loved))
         .await
         .map_err(|e| AppendError::Io(format!("the writer task failed: {e}")))?
 }
 
-/// What [`AppState::import`] did with the listens it was given.
+/// What [`App::import`] did with the listens it was given.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ImportCounts {
     /// New, and stored.
@@ -177,7 +177,7 @@ pub struct ImportCounts {
     pub outside_window: u64,
 }
 
-impl AppState {
+impl App {
     /// Stores listens from an export or a pull — the one import path,
     /// whether the server runs (the spool's task) or not (`spindle
     /// listens import` on a stopped server runs the same job here) —
@@ -197,7 +197,7 @@ impl AppState {
         }
         for chunk in ok.chunks(10_000) {
             let out = self.listens.submit(chunk)?;
-            self.forward.wake();
+            self.forwarding.wake();
             let fresh: Vec<Listen> = chunk
                 .iter()
                 .zip(&out)
@@ -220,10 +220,10 @@ mod tests {
 
     const NOW: i64 = 1_750_000_000;
 
-    /// A server state over an empty library in `data`, its listens in
-    /// `data/l`, at [`NOW`].
-    fn state(data: &std::path::Path) -> AppState {
-        AppState::in_dir(data, NOW)
+    /// A core over an empty library in `data`, its listens in `data/l`,
+    /// at [`NOW`].
+    fn state(data: &std::path::Path) -> App {
+        App::in_dir(data, NOW)
     }
 
     #[test]

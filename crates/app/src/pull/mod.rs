@@ -25,12 +25,12 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use spindle_scrobble::outbound::Outbound;
+use spindle_scrobble::outbound::{Outbound, Policy};
 
 use crate::import::job::{Api, Pull};
 use crate::import::worker::{save, store, Outcome};
 use crate::import::{ImportError, Job, Source, Spool};
-use crate::AppState;
+use crate::App;
 
 /// Listens asked for per Last.fm page: 200, the API's largest `limit`.
 pub const LASTFM_PAGE: usize = 200;
@@ -137,7 +137,8 @@ impl PullError {
 
 /// Pulls `job`'s remote history from its cursor on; see the module doc.
 pub(crate) async fn run(
-    state: &AppState,
+    app: &App,
+    outbound: &Policy,
     spool: &Spool,
     job: &mut Job,
     stop: &watch::Receiver<bool>,
@@ -147,10 +148,7 @@ pub(crate) async fn run(
     };
     let mut pull = first.clone();
     // The URL is the user's: requests keep to the outbound policy.
-    let http = state
-        .config
-        .forward
-        .outbound
+    let http = outbound
         .client(
             concat!("spindle/", env!("CARGO_PKG_VERSION")),
             CONNECT_TIMEOUT,
@@ -181,10 +179,10 @@ pub(crate) async fn run(
         for l in &mut listens {
             l.client = client.to_owned();
         }
-        store(state, job, listens).await?;
+        store(app, job, listens).await?;
         job.total += rows as u64;
         job.source = Source::Pull(pull.clone());
-        save(state, spool, job).await;
+        save(app, spool, job).await;
         if rows < limit {
             return Ok(Outcome::Finished);
         }

@@ -118,54 +118,6 @@ pub struct Pull {
     pub pages: u64,
 }
 
-/// `spindle listens pull`'s options after `--user`: where the history is
-/// read from.
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
-pub struct PullArgs {
-    /// A Last.fm-compatible API endpoint, as
-    /// `https://ws.audioscrobbler.com/2.0/` or `https://libre.fm/2.0/`.
-    #[arg(
-        long,
-        value_name = "URL",
-        required_unless_present = "listenbrainz",
-        conflicts_with = "listenbrainz",
-        requires = "api_key"
-    )]
-    pub lastfm: Option<String>,
-    /// The application's API key there (--lastfm).
-    #[arg(long, value_name = "KEY")]
-    pub api_key: Option<String>,
-    /// A ListenBrainz-compatible API root, as
-    /// `https://api.listenbrainz.org`.
-    #[arg(long, value_name = "URL")]
-    pub listenbrainz: Option<String>,
-    /// A user token there, to read a private history (--listenbrainz).
-    #[arg(long, value_name = "TOKEN", requires = "listenbrainz")]
-    pub token: Option<String>,
-    /// The user whose history is read there.
-    #[arg(long, value_name = "NAME")]
-    pub remote_user: String,
-}
-
-impl PullArgs {
-    /// The pull from its first page; `None` without an API's URL.
-    pub fn pull(&self) -> Option<Pull> {
-        let (api, url, key) = match (&self.lastfm, &self.listenbrainz) {
-            (Some(url), _) => (Api::Lastfm, url, &self.api_key),
-            (None, Some(url)) => (Api::Listenbrainz, url, &self.token),
-            (None, None) => return None,
-        };
-        Some(Pull {
-            api,
-            url: url.clone(),
-            remote_user: self.remote_user.clone(),
-            key: key.clone(),
-            cursor: None,
-            pages: 0,
-        })
-    }
-}
-
 /// What a job imports.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -361,30 +313,6 @@ mod tests {
         assert_eq!(
             j.progress_line(),
             "failed: 20 of 90 listens (15 added, 5 already there): disk full"
-        );
-    }
-
-    #[test]
-    fn pull_arguments_take_the_key_of_the_api_they_name() {
-        let mut a = PullArgs {
-            lastfm: None,
-            api_key: Some("k".into()),
-            listenbrainz: None,
-            token: Some("t".into()),
-            remote_user: "bob".into(),
-        };
-        assert_eq!(a.pull(), None);
-        a.listenbrainz = Some("http://lb".into());
-        let p = a.pull().unwrap();
-        assert_eq!(
-            (p.api, p.url.as_str(), p.key.as_deref()),
-            (Api::Listenbrainz, "http://lb", Some("t"))
-        );
-        a.lastfm = Some("http://x/2.0/".into());
-        let p = a.pull().unwrap();
-        assert_eq!(
-            (p.api, p.key.as_deref(), p.pages),
-            (Api::Lastfm, Some("k"), 0)
         );
     }
 }

@@ -1,7 +1,7 @@
 //! `spindle tiers upload`: the library's tracks copied to the storage
 //! tiers' cold devices until each has `mindevcount` copies. The library
 //! names a track by its `url`; [`crate::hot::track_of_url`] maps it to
-//! the tiers' [`TrackRef`], as everywhere else in the server.
+//! the tiers' [`TrackRef`], as everywhere else in the core and the server.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
