@@ -178,10 +178,11 @@ pub fn run_user(cmd: &UserCommand, data_dir: &Path) -> anyhow::Result<()> {
         } => {
             anyhow::ensure!(!acc.user_exists(name), "user '{name}' already exists");
             let pw = read_password(name, *password_stdin)?;
-            let mut roles = Roles::default();
-            roles.admin = *admin;
             let profile = Profile {
-                roles,
+                roles: Roles {
+                    admin: *admin,
+                    ..Roles::default()
+                },
                 ..Profile::default()
             };
             acc.add_user_with(name, &pw, now(), profile)?;
