@@ -36,13 +36,16 @@ pub struct EditArgs {
     #[arg(long)]
     #[serde(default)]
     pub all: bool,
-    /// The artist and title as they show now.
+    /// The artist as it shows now.
     #[arg(long)]
     pub artist: String,
+    /// The title as it shows now.
     #[arg(long)]
     pub title: String,
+    /// The new artist.
     #[arg(long, value_name = "ARTIST")]
     pub new_artist: Option<String>,
+    /// The new title.
     #[arg(long, value_name = "TITLE")]
     pub new_title: Option<String>,
     /// The new album ("" to clear it).
@@ -79,8 +82,10 @@ pub struct DeleteArgs {
     /// The listen's start time, UNIX seconds.
     #[arg(long)]
     pub at: i64,
+    /// Its artist as it shows now.
     #[arg(long)]
     pub artist: String,
+    /// Its title as it shows now.
     #[arg(long)]
     pub title: String,
 }
@@ -99,8 +104,10 @@ impl From<DeleteArgs> for Correction {
 /// merge form: the artist name that counts as another.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct MergeArgs {
+    /// The artist name to count as another (e.g. a misspelling).
     #[arg(long)]
     pub from: String,
+    /// The name it counts as.
     #[arg(long)]
     pub to: String,
 }

@@ -27,6 +27,7 @@ pub enum CorrectionCommand {
     /// Give one listen (--at) or every listen of a track (--all), those
     /// recorded later included, a new artist, title or album.
     Edit {
+        /// The user whose history it is.
         #[arg(long)]
         user: String,
         #[command(flatten)]
@@ -34,6 +35,7 @@ pub enum CorrectionCommand {
     },
     /// Delete one listen.
     Delete {
+        /// The user whose history it is.
         #[arg(long)]
         user: String,
         #[command(flatten)]
@@ -41,6 +43,7 @@ pub enum CorrectionCommand {
     },
     /// Count artist name FROM as TO, in the listens so far and later ones.
     Merge {
+        /// The user whose history it is.
         #[arg(long)]
         user: String,
         #[command(flatten)]
@@ -48,12 +51,15 @@ pub enum CorrectionCommand {
     },
     /// Take back a correction (its id from `corrections`).
     Undo {
+        /// The user whose history it is.
         #[arg(long)]
         user: String,
+        /// The correction's id (the first column of `corrections`).
         id: u64,
     },
     /// List a user's corrections, oldest first.
     Corrections {
+        /// The user whose history it is.
         #[arg(long)]
         user: String,
     },
