@@ -1,7 +1,7 @@
 //! Every Last.fm 2.0 method this server answers, one row each: its name
 //! (lower case, as it is matched), how a cluster serves it, and which
-//! handler runs it. Dispatch ([`find`], then a `match` on [`Op`] that the
-//! compiler checks for every operation) and the cluster's routing
+//! handler runs it. Dispatch ([`find`], then a `match` on the operation
+//! that the compiler checks for every operation) and the cluster's routing
 //! ([`crate::cluster::route::classify`]) are read from this table, so
 //! adding a method is a row and its handler.
 

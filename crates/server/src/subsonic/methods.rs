@@ -1,7 +1,7 @@
 //! Every Subsonic method this server answers, one row each: its name, how
 //! a cluster serves it, how its folder grants are checked, and what runs
-//! it. Dispatch ([`find`]), the list of methods
-//! ([`super::METHODS`]) and the cluster's routing
+//! it. Dispatch ([`find`]), the list of methods ([`TABLE`], which the
+//! folder-access test walks) and the cluster's routing
 //! ([`crate::cluster::route::classify`]) are all read from this table, so
 //! adding a method is adding a row.
 

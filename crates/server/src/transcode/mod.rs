@@ -255,7 +255,7 @@ pub fn plan_for(
 
 /// For the web player: a transcode to MP3 when browsers cannot decode
 /// `song` (APE, WavPack, AIFF, ALAC, …), else `None` (the file as it is).
-/// The rules come first ([`crate::source`]).
+/// The rules come first (the source decision, `source.rs`).
 pub fn for_browser(song: &Song) -> Option<Target> {
     let kbps = song.bitrate.and_then(|b| u32::try_from(b).ok());
     format::browser_cannot_play(&song.suffix, kbps).then_some(Target {
