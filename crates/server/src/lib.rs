@@ -94,7 +94,7 @@ pub use music::{Music, MusicError};
 pub use server::{OpenError, Opened, Server, ServerConfig};
 pub use shutdown::shutdown_signal;
 pub use state::{
-    App, AppState, Clock, Config, CoreConfig, ManualClock, NowPlaying, SystemClock,
+    App, AppState, Clock, Config, CoreConfig, ManualClock, NowPlaying, StateParts, SystemClock,
     DEFAULT_SEND_QUEUE,
 };
 
