@@ -116,8 +116,8 @@ pub fn router(state: AppState) -> axum::Router {
         // limits, deadlines, a budget for all), which answer in their
         // API's error format.
         .layer(axum::extract::DefaultBodyLimit::disable())
-        .layer(axum::middleware::from_fn(web::index_or_next))
-        // Counts every request under its API for /metrics.
+        // Counts every request under its API for /metrics, and answers
+        // the page at `/`.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::count,

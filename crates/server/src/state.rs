@@ -391,3 +391,32 @@ impl AppState {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A clone is one reference count on the same parts (what axum does
+    /// about ten times per request), and a field changed on a clone is
+    /// that clone's only: the others keep what they had.
+    #[test]
+    fn clones_share_their_parts_and_a_changed_field_is_the_changers_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = AppState::in_dir(dir.path(), 0);
+        let clone = st.clone();
+        assert!(Arc::ptr_eq(&st.0, &clone.0));
+        assert_eq!(Arc::strong_count(&st.0), 2);
+
+        let mut changed = clone.clone();
+        let mut cfg = (*changed.config).clone();
+        cfg.base_path = "/music".into();
+        changed.config = Arc::new(cfg);
+        assert_eq!(changed.config.base_path, "/music");
+        assert_eq!(st.config.base_path, "");
+        assert_eq!(clone.config.base_path, "");
+        assert!(!Arc::ptr_eq(&st.0, &changed.0));
+        // The rest is still shared.
+        assert!(Arc::ptr_eq(&st.metrics, &changed.metrics));
+        assert!(Arc::ptr_eq(&st.app, &changed.app));
+    }
+}
