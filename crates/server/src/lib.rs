@@ -94,7 +94,7 @@ pub use music::{Music, MusicError};
 pub use server::{OpenError, Opened, Server, ServerConfig};
 pub use shutdown::shutdown_signal;
 pub use state::{
-    App, AppState, Clock, Config, CoreConfig, ManualClock, NowPlaying, SystemClock,
+    App, AppState, Clock, Config, CoreConfig, ManualClock, NowPlaying, StateParts, SystemClock,
     DEFAULT_SEND_QUEUE,
 };
 
@@ -116,8 +116,8 @@ pub fn router(state: AppState) -> axum::Router {
         // limits, deadlines, a budget for all), which answer in their
         // API's error format.
         .layer(axum::extract::DefaultBodyLimit::disable())
-        .layer(axum::middleware::from_fn(web::index_or_next))
-        // Counts every request under its API for /metrics.
+        // Counts every request under its API for /metrics, and answers
+        // the page at `/`.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::count,

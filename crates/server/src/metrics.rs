@@ -164,14 +164,20 @@ impl Metrics {
     }
 }
 
-/// Middleware over every route: counts each request under its API.
+/// Middleware over every route: counts each request under its API, and
+/// answers the page at `/` ([`crate::web::index_page`]; one middleware
+/// for both, as each layer costs a request a clone of the services
+/// under it and two boxes).
 pub async fn count(
     State(st): State<AppState>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
     let api = api_of(req.uri().path(), req.uri().query());
-    let r = next.run(req).await;
+    let r = match crate::web::index_page(&req) {
+        Some(page) => page,
+        None => next.run(req).await,
+    };
     st.metrics.api_request(api, r.status().as_u16());
     r
 }

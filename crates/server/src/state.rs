@@ -142,9 +142,21 @@ pub struct PendingToken {
 
 /// The handlers' shared state: the application core ([`App`], which an
 /// `AppState` derefs to: `state.accounts`, `state.listens`, …) and what
-/// only the protocol adapters and the HTTP side use. Cheap to clone.
+/// only the protocol adapters and the HTTP side use ([`StateParts`], its
+/// fields: `state.config`, `state.metrics`, …).
+///
+/// One `Arc`, so a clone is one reference count: axum clones the state
+/// with every middleware layer and handler a request passes (about ten
+/// times per request), which with a field per `Arc` cost a `stream`
+/// request some 350 atomic operations. A change of a field
+/// (`state.config = …`, before the state is shared) is copy-on-write
+/// ([`Arc::make_mut`]): other clones keep what they had, as before.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<StateParts>);
+
+/// What an [`AppState`] holds (see there).
+#[derive(Clone)]
+pub struct StateParts {
     /// The core: library, accounts, listens, clock, music, plays, the
     /// linker, the tiers' feed, similar artists, now playing.
     pub app: Arc<App>,
@@ -189,6 +201,21 @@ pub struct AppState {
 }
 
 impl std::ops::Deref for AppState {
+    type Target = StateParts;
+    fn deref(&self) -> &StateParts {
+        &self.0
+    }
+}
+
+/// Copy-on-write: a state not shared yet changes in place; a shared one
+/// becomes a copy of its own (a clone of each field's `Arc`).
+impl std::ops::DerefMut for AppState {
+    fn deref_mut(&mut self) -> &mut StateParts {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl std::ops::Deref for StateParts {
     type Target = App;
     fn deref(&self) -> &App {
         &self.app
@@ -237,7 +264,7 @@ impl AppState {
         let forward = Arc::new(crate::forward::Forward::off());
         let mut app = App::new(db, accounts, listens, config.core.clone(), clock);
         app.set_forwarding(forward.clone());
-        AppState {
+        AppState(Arc::new(StateParts {
             app: Arc::new(app),
             config: Arc::new(config),
             reader: Arc::new(Reader::default()),
@@ -255,7 +282,7 @@ impl AppState {
             chat: Arc::default(),
             forward,
             cluster: Arc::new(crate::cluster::Cluster::off()),
-        }
+        }))
     }
 
     /// Forwards the links under `data_dir/forward` (the server's
@@ -263,7 +290,8 @@ impl AppState {
     /// the state is shared.
     pub fn with_forwarding(mut self, data_dir: &std::path::Path) -> Self {
         self.forward = Arc::new(crate::forward::Forward::new(data_dir));
-        Arc::make_mut(&mut self.app).set_forwarding(self.forward.clone());
+        let forward = self.forward.clone();
+        Arc::make_mut(&mut self.app).set_forwarding(forward);
         self
     }
 
@@ -361,5 +389,34 @@ impl AppState {
             Config::default(),
             Arc::new(crate::ManualClock::new(now)),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A clone is one reference count on the same parts (what axum does
+    /// about ten times per request), and a field changed on a clone is
+    /// that clone's only: the others keep what they had.
+    #[test]
+    fn clones_share_their_parts_and_a_changed_field_is_the_changers_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = AppState::in_dir(dir.path(), 0);
+        let clone = st.clone();
+        assert!(Arc::ptr_eq(&st.0, &clone.0));
+        assert_eq!(Arc::strong_count(&st.0), 2);
+
+        let mut changed = clone.clone();
+        let mut cfg = (*changed.config).clone();
+        cfg.base_path = "/music".into();
+        changed.config = Arc::new(cfg);
+        assert_eq!(changed.config.base_path, "/music");
+        assert_eq!(st.config.base_path, "");
+        assert_eq!(clone.config.base_path, "");
+        assert!(!Arc::ptr_eq(&st.0, &changed.0));
+        // The rest is still shared.
+        assert!(Arc::ptr_eq(&st.metrics, &changed.metrics));
+        assert!(Arc::ptr_eq(&st.app, &changed.app));
     }
 }

@@ -108,19 +108,19 @@ pub fn router() -> Router<AppState> {
         .merge(imports::router())
 }
 
-/// Serves the page at `/`, which the Audioscrobbler 1.2 handshake shares:
-/// a request to `/` with an `hs` parameter goes on to it.
-pub async fn index_or_next(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+/// The page at `/`, for a request that asks for it; `None` for any other
+/// (the Audioscrobbler 1.2 handshake shares `/`: a request to it with an
+/// `hs` parameter goes on to its route). Called by the middleware over
+/// every route ([`crate::metrics::count`], which counts the page too),
+/// so that a request passes one middleware fewer.
+pub fn index_page(req: &axum::extract::Request) -> Option<Response> {
     let is_page = req.uri().path() == "/"
         && (req.method() == Method::GET || req.method() == Method::HEAD)
         && !req
             .uri()
             .query()
             .is_some_and(|q| q.split('&').any(|kv| kv == "hs" || kv.starts_with("hs=")));
-    if is_page {
-        return asset(INDEX_HTML, "text/html; charset=utf-8");
-    }
-    next.run(req).await
+    is_page.then(|| asset(INDEX_HTML, "text/html; charset=utf-8"))
 }
 
 fn asset(body: &'static str, ct: &'static str) -> Response {
