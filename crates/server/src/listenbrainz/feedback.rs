@@ -21,7 +21,7 @@ use axum::response::Response;
 use serde_json::{json, Value};
 use spindle_listens::Loved;
 
-use super::{error, header_token, history_read, rate_of, refused, reply, token_owner, TOO_MANY};
+use super::{error, history_read, reply};
 use crate::loves::{self, key, msid, Key};
 use crate::params::Params;
 use crate::state::AppState;
@@ -39,39 +39,9 @@ const HATE: &str =
 
 /// `POST /1/feedback/recording-feedback`.
 pub(super) async fn submit(State(st): State<AppState>, req: Request) -> Response {
-    let rate = rate_of(&st, &req);
-    if !rate.allowed {
-        return error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate);
-    }
-    let owner = match header_token(req.headers()) {
-        Some(t) => token_owner(&st, &req, &t),
-        None => Ok(None),
-    };
-    let user = match owner {
-        Ok(Some(user)) => user,
-        Ok(None) => {
-            return error(
-                StatusCode::UNAUTHORIZED,
-                "You need to provide a valid Authorization header.",
-                &rate,
-            )
-        }
-        Err(d) => return refused(d, &rate),
-    };
-    let limit = st.config.max_body;
-    let body = match crate::body::read_body(req.into_body(), limit, &st.bodies).await {
-        Ok(b) => b,
-        Err(e) => return e.decorate(error(e.status(), &e.to_string(), &rate)),
-    };
-    let doc: Value = match serde_json::from_slice(&body) {
+    let (user, doc, rate) = match super::authed_json(&st, req).await {
         Ok(v) => v,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!("Cannot parse JSON document: {e}"),
-                &rate,
-            )
-        }
+        Err(answer) => return answer,
     };
     let text = |k: &str| {
         doc.get(k)

@@ -238,44 +238,53 @@ fn parse_listen(v: &Value, user: &str, listen_type: &str) -> Result<Listen, Stri
     Ok(l)
 }
 
-async fn submit(State(st): State<AppState>, req: Request) -> Response {
-    let rate = rate_of(&st, &req);
+/// A token-authenticated JSON POST: the rate limit, the token (checked
+/// before the body is read, so a client without one is answered before
+/// it has sent its body), the body within `[limits] max_body`, and
+/// its JSON (parsed whatever the Content-Type says: liblistenbrainz sends
+/// none). Either the user, the document and the rate, or the answer.
+pub(super) async fn authed_json(
+    st: &AppState,
+    req: Request,
+) -> Result<(String, Value, RateInfo), Response> {
+    let rate = rate_of(st, &req);
     if !rate.allowed {
-        return error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate);
+        return Err(error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate));
     }
     let owner = match header_token(req.headers()) {
-        Some(t) => token_owner(&st, &req, &t),
+        Some(t) => token_owner(st, &req, &t),
         None => Ok(None),
     };
     let user = match owner {
         Ok(Some(user)) => user,
         Ok(None) => {
-            return error(
+            return Err(error(
                 StatusCode::UNAUTHORIZED,
                 "You need to provide a valid Authorization header.",
                 &rate,
-            )
+            ))
         }
-        Err(d) => return refused(d, &rate),
+        Err(d) => return Err(refused(d, &rate)),
     };
-    // The JSON is parsed whatever the Content-Type says (liblistenbrainz
-    // sends none).
-    // Read only now, after the token was checked: a client without one is
-    // answered before it has sent its body.
     let limit = st.config.max_body;
     let body = match crate::body::read_body(req.into_body(), limit, &st.bodies).await {
         Ok(b) => b,
-        Err(e) => return e.decorate(error(e.status(), &e.to_string(), &rate)),
+        Err(e) => return Err(e.decorate(error(e.status(), &e.to_string(), &rate))),
     };
-    let doc: Value = match serde_json::from_slice(&body) {
+    match serde_json::from_slice(&body) {
+        Ok(doc) => Ok((user, doc, rate)),
+        Err(e) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!("Cannot parse JSON document: {e}"),
+            &rate,
+        )),
+    }
+}
+
+async fn submit(State(st): State<AppState>, req: Request) -> Response {
+    let (user, doc, rate) = match authed_json(&st, req).await {
         Ok(v) => v,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!("Cannot parse JSON document: {e}"),
-                &rate,
-            )
-        }
+        Err(answer) => return answer,
     };
     let listen_type = doc.get("listen_type").and_then(Value::as_str).unwrap_or("");
     if !matches!(listen_type, "single" | "playing_now" | "import") {
