@@ -98,10 +98,12 @@ fn listen(title: &str, ts: i64, client: &str) -> Listen {
     l
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn alices_listens_reach_both_services_of_another_server_in_order_but_not_her_imports() {
-    let tmp = tempfile::tempdir().unwrap();
-    let b = start(&tmp.path().join("b")).await;
+/// Server B with bob (a Last.fm session under an API key for A) and
+/// carol (a ListenBrainz token), and server A, in `dir`, whose alice links
+/// both: `b-lastfm` as bob and `b-lb` as carol (checked by B). Returns A,
+/// B, carol's token and the ListenBrainz link's remote user.
+async fn alice_linked_to_b(dir: &std::path::Path) -> (Running, Running, String, String) {
+    let b = start(&dir.join("b")).await;
     b.state
         .accounts
         .add_user("bob", "pw-bob-1234", NOW)
@@ -114,7 +116,7 @@ async fn alices_listens_reach_both_services_of_another_server_in_order_but_not_h
     let session = b.state.accounts.new_session("bob", &api_key, NOW).unwrap();
     let carol_token = b.state.accounts.user_token("carol").unwrap();
 
-    let a_dir = tmp.path().join("a");
+    let a_dir = dir.join("a");
     let a = start(&a_dir).await;
     a.state
         .accounts
@@ -135,8 +137,15 @@ async fn alices_listens_reach_both_services_of_another_server_in_order_but_not_h
     let lb = linking::listenbrainz(Some(&b.base), &carol_token, &allow_loopback(), NOW)
         .await
         .unwrap();
-    assert_eq!(lb.remote_user, "carol");
     linking::save(&root, "alice", "b-lb", &lb, end).unwrap();
+    (a, b, carol_token, lb.remote_user)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alices_listens_reach_both_services_of_another_server_in_order_but_not_her_imports() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, carol_token, lb_user) = alice_linked_to_b(tmp.path()).await;
+    assert_eq!(lb_user, "carol");
 
     let now = a.state.now();
     for (i, batch) in [
@@ -236,40 +245,7 @@ fn loved(st: &AppState, user: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn alices_loves_reach_a_lastfm_and_a_listenbrainz_link_and_an_unlove_takes_them_back() {
     let tmp = tempfile::tempdir().unwrap();
-    let b = start(&tmp.path().join("b")).await;
-    b.state
-        .accounts
-        .add_user("bob", "pw-bob-1234", NOW)
-        .unwrap();
-    b.state
-        .accounts
-        .add_user("carol", "pw-carol-1234", NOW)
-        .unwrap();
-    let (api_key, api_secret) = b.state.accounts.add_api_key("spindle A", NOW).unwrap();
-    let session = b.state.accounts.new_session("bob", &api_key, NOW).unwrap();
-    let carol_token = b.state.accounts.user_token("carol").unwrap();
-    let a_dir = tmp.path().join("a");
-    let a = start(&a_dir).await;
-    a.state
-        .accounts
-        .add_user("alice", "pw-alice-1234", NOW)
-        .unwrap();
-    let root = linking::root(&a_dir);
-    let end = a.state.listens.committed_end();
-    let lastfm = Link {
-        kind: LinkKind::Lastfm,
-        url: format!("{}/2.0/", b.base),
-        api_key,
-        api_secret,
-        secret: session,
-        remote_user: "bob".into(),
-        linked_at: NOW,
-    };
-    linking::save(&root, "alice", "b-lastfm", &lastfm, end).unwrap();
-    let lb = linking::listenbrainz(Some(&b.base), &carol_token, &allow_loopback(), NOW)
-        .await
-        .unwrap();
-    linking::save(&root, "alice", "b-lb", &lb, end).unwrap();
+    let (a, b, _, _) = alice_linked_to_b(tmp.path()).await;
 
     // A listen of a recording with an MBID (so that B knows it too), then
     // a love of it and a love of a track without one.
