@@ -26,6 +26,8 @@
 //! - [`corrections`]: edits, deletes and merges of a user's history;
 //! - [`import`]: import jobs, their spool and its task; [`pull`]: live
 //!   pulls of another service's history;
+//! - [`offload`]: the async facade handlers reach the synchronous
+//!   stores through (no blocking work on the executor);
 //! - [`offline`]: opening a stopped server's data dir for one command;
 //! - [`pins`], [`upload`]: `spindle tiers pin` and `spindle tiers
 //!   upload`, the hot tier's pins and copies to the cold devices;
@@ -48,6 +50,7 @@ pub mod link;
 pub mod loves;
 pub mod music;
 pub mod offline;
+pub mod offload;
 pub mod pins;
 pub mod plays;
 pub mod pull;

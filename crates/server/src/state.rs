@@ -347,6 +347,20 @@ impl AppState {
         self.app.stop_background();
     }
 
+    /// The async facade of every synchronous store behind this state
+    /// ([`spindle_app::offload`]): runs `work` over the state on the
+    /// blocking pool. Handlers reach a write that fsyncs or a read that
+    /// walks an index through this, never directly on the executor and
+    /// never by spawning a blocking task themselves.
+    pub(crate) async fn call<R, F>(&self, work: F) -> Result<R, spindle_app::offload::Interrupted>
+    where
+        R: Send + 'static,
+        F: FnOnce(&AppState) -> R + Send + 'static,
+    {
+        let st = self.clone();
+        spindle_app::offload::run(move || work(&st)).await
+    }
+
     pub(crate) fn rate(&self, ip: Option<IpAddr>) -> RateInfo {
         let now = self.now();
         let cfg = &self.config;

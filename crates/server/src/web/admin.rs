@@ -301,7 +301,7 @@ fn scan_json(st: &AppState) -> Response {
 
 /// `GET /ui/api/admin/scan`.
 async fn scan_status(State(st): State<AppState>, _: User<Admin>) -> Response {
-    tokio::task::spawn_blocking(move || scan_json(&st))
+    st.call(scan_json)
         .await
         .unwrap_or_else(|_| err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
 }
@@ -318,7 +318,7 @@ async fn start_scan(State(st): State<AppState>, _: User<Admin>) -> Response {
             &format!("the scan did not start: {e}"),
         );
     }
-    tokio::task::spawn_blocking(move || scan_json(&st))
+    st.call(scan_json)
         .await
         .unwrap_or_else(|_| err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
 }
