@@ -131,7 +131,9 @@ pub struct App {
 impl App {
     /// The core over an open library, accounts and listens, with no
     /// music folders (user data in memory) and no forwarding. Builds
-    /// every user's plays from the history and starts the library linker.
+    /// every user's plays from the history. Starts no thread: the owner
+    /// of the lifecycle calls [`App::start`] once the core is set up and
+    /// [`App::stop_background`] at the end.
     pub fn new(
         db: Arc<Db>,
         accounts: Arc<Accounts>,
@@ -140,7 +142,7 @@ impl App {
         clock: Arc<dyn Clock>,
     ) -> Self {
         let plays = Arc::new(Plays::build(&listens, &db.read(), &accounts.user_names()));
-        let linker = Arc::new(crate::link::start(db.clone(), plays.clone()));
+        let linker = Arc::new(crate::link::linker(db.clone(), plays.clone()));
         App {
             db,
             accounts,
@@ -160,7 +162,7 @@ impl App {
 
     /// Serves `music`: its folders, user data and, when it has storage
     /// tiers, feeds every accepted listen to their popularity
-    /// ([`TierFeed`]). Call before the core is shared.
+    /// ([`TierFeed`]). Call before the core is shared and started.
     pub fn set_music(&mut self, music: Music) {
         if let Some(old) = self.feed.take() {
             old.stop();
@@ -172,7 +174,6 @@ impl App {
                 music.roots().to_vec(),
             ))
         });
-        music.start_refresher(self.db.clone());
         self.music = Arc::new(music);
     }
 
@@ -205,7 +206,21 @@ impl App {
         }
     }
 
-    /// Stops the background threads the core started (the catalog's
+    /// Starts the core's background threads: the library linker, the
+    /// tiers' listen feed and the catalog's refresher (which builds the
+    /// first catalog at once). What was sent to the linker and the feed
+    /// before is handled first. Until then listens are stored and queued
+    /// but not linked, and requests build the catalog themselves.
+    /// Starting twice does nothing.
+    pub fn start(&self) {
+        self.linker.start();
+        if let Some(feed) = &self.feed {
+            feed.start();
+        }
+        self.music.start_refresher(self.db.clone());
+    }
+
+    /// Stops the background threads [`App::start`] started (the catalog's
     /// refresher, the library linker, the tiers' listen feed) once they
     /// have handled every listen sent so far, and joins them. Listens
     /// accepted afterwards are stored but no longer linked. Blocks: call
@@ -310,5 +325,12 @@ impl App {
             CoreConfig::default(),
             Arc::new(crate::clock::ManualClock::new(now)),
         )
+        .started()
+    }
+
+    /// [`App::start`], for a test's builder.
+    pub fn started(self) -> App {
+        self.start();
+        self
     }
 }

@@ -106,7 +106,8 @@ mod tests {
             Arc::new(listens),
             CoreConfig::default(),
             Arc::new(crate::clock::ManualClock::new(1_750_000_000)),
-        );
+        )
+        .started();
         let ls: Vec<Listen> = (0..3)
             .map(|i| Listen::new("ann", 1_749_000_000 + i * 1000, "Abba", "SOS"))
             .collect();

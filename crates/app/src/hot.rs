@@ -128,14 +128,20 @@ impl TierFeed {
         self.0.flush();
     }
 
+    /// Starts the thread, which first feeds what was sent before.
+    pub fn start(&self) {
+        self.0.start();
+    }
+
     pub fn stop(&self) {
         self.0.stop();
     }
 }
 
-/// Starts the feed of `tiers`, whose folders are `roots`, from `db`.
+/// The feed of `tiers`, whose folders are `roots`, from `db`; its thread
+/// starts with [`TierFeed::start`].
 pub fn feed(db: Arc<Db>, tiers: Arc<Tiers>, roots: Vec<PathBuf>) -> TierFeed {
-    TierFeed(BatchWorker::start(
+    TierFeed(BatchWorker::new(
         "spindle-tier-listens",
         "tiers: listens will not reach the hot tier",
         move |batch: Vec<(Listen, f64)>| {

@@ -89,15 +89,21 @@ impl Linker {
         self.0.flush();
     }
 
+    /// Starts the thread, which first links what was sent before.
+    pub fn start(&self) {
+        self.0.start();
+    }
+
     /// Links what was sent, then ends the thread and joins it.
     pub fn stop(&self) {
         self.0.stop();
     }
 }
 
-/// Starts the linker of `db`, counting users' plays in `users`.
-pub fn start(db: Arc<Db>, users: Arc<crate::plays::Plays>) -> Linker {
-    Linker(BatchWorker::start(
+/// The linker of `db`, counting users' plays in `users`; its thread
+/// starts with [`Linker::start`].
+pub fn linker(db: Arc<Db>, users: Arc<crate::plays::Plays>) -> Linker {
+    Linker(BatchWorker::new(
         "spindle-link",
         "listens will not update play counts",
         move |batch: Vec<Play>| {

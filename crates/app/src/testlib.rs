@@ -109,7 +109,8 @@ impl Demo {
             crate::CoreConfig::default(),
             clock.clone(),
         )
-        .with_music(crate::music::Music::new(&[music.path().to_owned()], data.path()).unwrap());
+        .with_music(crate::music::Music::new(&[music.path().to_owned()], data.path()).unwrap())
+        .started();
         let cat = app.music.catalog(&app.db);
         let songs = cat.songs.iter().map(|s| s.id.to_string()).collect();
         Demo {

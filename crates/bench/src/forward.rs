@@ -125,7 +125,8 @@ fn state_over(dir: &Path) -> Result<AppState, BenchError> {
         Arc::new(listens),
         config,
         Arc::new(SystemClock),
-    ))
+    )
+    .started())
 }
 
 /// The target: a Spindle serving its ListenBrainz API on `listener`.

@@ -334,7 +334,8 @@ pub fn run_subsonic(
         config,
         Arc::new(SystemClock),
     )
-    .with_music(music_side);
+    .with_music(music_side)
+    .started();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -79,7 +79,8 @@ fn fixture() -> Fixture {
         Arc::new(listens),
         Config::default(),
         Arc::new(ManualClock::new(NOW)),
-    );
+    )
+    .started();
     let calls = Calls::default();
     let cfg = spindle_tiers::TiersConfig {
         hot: Some(spindle_tiers::config::HotConfig {
@@ -156,7 +157,8 @@ async fn every_accepted_scrobble_raises_its_tracks_popularity_in_the_tiers() {
     let state = f
         .state
         .clone()
-        .with_music(music.with_tiers(f.tiers.clone()));
+        .with_music(music.with_tiers(f.tiers.clone()))
+        .started();
     let app = crate::router(state.clone());
     let [a, b, c, d] = [0, 1, 2, 3].map(|i| f.tracks[i].clone());
 

@@ -37,7 +37,8 @@ pub fn open_state(data_dir: &Path, accounts: Accounts) -> Result<AppState, State
         Arc::new(store),
         config,
         Arc::new(SystemClock),
-    ))
+    )
+    .started())
 }
 
 #[cfg(test)]

@@ -404,6 +404,9 @@ fn open_blocking(
         Some(c) => state.with_cluster(c),
         None => state,
     };
+    // The core's threads: the linker, the tiers' feed, the catalog's
+    // refresher (stopped in `Server::stop`, through stop_background).
+    state.app.start();
     if primary {
         // Song stars of an older Spindle become loves (crate::loves).
         warnings.extend(crate::loves::move_song_stars(&state));

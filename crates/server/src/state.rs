@@ -324,6 +324,15 @@ impl AppState {
         self
     }
 
+    /// [`App::start`]: the core's background threads (the library
+    /// linker, the tiers' feed, the catalog's refresher), for a builder.
+    /// [`crate::Server`] starts them itself; tests and tools that build a
+    /// state by hand call this once it is set up.
+    pub fn started(self) -> Self {
+        self.app.start();
+        self
+    }
+
     /// Streams read files with `reader` (an IO engine's thread).
     pub fn with_reader(mut self, reader: Reader) -> Self {
         self.reader = Arc::new(reader);
@@ -403,6 +412,7 @@ impl AppState {
             Config::default(),
             Arc::new(crate::ManualClock::new(now)),
         )
+        .started()
     }
 }
 

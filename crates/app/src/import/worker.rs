@@ -330,7 +330,7 @@ Portishead\tDummy\tRoads\t3\t305\tL\t1700000700\t\n";
             Arc::new(ManualClock::new(1_750_000_000)),
         );
         app.set_import_spool(dir);
-        app
+        app.started()
     }
 
     /// Polls the job's file until it is finished.

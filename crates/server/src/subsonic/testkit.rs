@@ -50,7 +50,8 @@ impl Kit {
             Config::default(),
             clock.clone(),
         )
-        .with_music(Music::new(&[music.path().to_owned()], data.path()).unwrap());
+        .with_music(Music::new(&[music.path().to_owned()], data.path()).unwrap())
+        .started();
         let cat = state.music.catalog(&state.db);
         let songs = cat.songs.iter().map(|s| s.id.to_string()).collect();
         Kit {

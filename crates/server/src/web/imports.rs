@@ -204,6 +204,7 @@ mod tests {
             Config::default(),
             Arc::new(ManualClock::new(1_750_000_000)),
         )
+        .started()
     }
 
     /// A body of `.0` chunks of 1 MiB, its length unknown.

@@ -129,6 +129,7 @@ pub fn state(
         Some(roots) => state.with_music(Music::new(roots, data).unwrap()),
         None => state,
     }
+    .started()
 }
 
 /// Sends `req` to `app`: the status, the `Set-Cookie` header, the body.

@@ -32,7 +32,9 @@ async fn a_listenbrainz_listen_with_artist_names_counts_for_each_artist_in_the_s
     let (key, _) = d.accounts.add_api_key("tests", 0).unwrap();
     let token = d.token("ann");
     let state = d.state(Config::default(), Arc::new(ManualClock::new(NOW)));
-    let state = state.with_music(Music::new(&[], d.path()).unwrap());
+    let state = state
+        .with_music(Music::new(&[], d.path()).unwrap())
+        .started();
     // Public, so that Last.fm's read below needs no session.
     state.music.set_listens_public("ann", true).unwrap();
     let app = spindle_server::router(state);

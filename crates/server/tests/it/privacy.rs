@@ -41,7 +41,9 @@ fn fixture_with(config: Config) -> Fixture {
     let bob_sk = d.accounts.new_session("bob", &key, 0).unwrap();
     let clock = Arc::new(ManualClock::new(NOW));
     let state = d.state(config, clock.clone());
-    let state = state.with_music(Music::new(&[], d.path()).unwrap());
+    let state = state
+        .with_music(Music::new(&[], d.path()).unwrap())
+        .started();
     Fixture {
         app: spindle_server::router(state),
         clock,
