@@ -144,21 +144,38 @@ impl HashStats {
     }
 }
 
+/// The workers' shared end of the queue.
+type Queue = Arc<Mutex<Receiver<Job>>>;
+
 /// The pool. Its threads stop when it is dropped.
 pub struct HashPool {
     tx: SyncSender<Job>,
     stats: Arc<HashStats>,
+    /// The workers' end of the queue and their count, until the first
+    /// check starts them.
+    idle: Mutex<Option<(Queue, usize)>>,
 }
 
 impl HashPool {
     /// A pool of `workers` threads (at least one) with `queue` places to
-    /// wait.
+    /// wait. The threads start with the first check, not here.
     pub fn new(workers: usize, queue: usize) -> HashPool {
         let (tx, rx) = mpsc::sync_channel::<Job>(queue);
-        let rx = Arc::new(Mutex::new(rx));
-        let stats = Arc::new(HashStats::default());
-        for i in 0..workers.max(1) {
-            let (rx, stats) = (rx.clone(), stats.clone());
+        HashPool {
+            tx,
+            stats: Arc::new(HashStats::default()),
+            idle: Mutex::new(Some((Arc::new(Mutex::new(rx)), workers.max(1)))),
+        }
+    }
+
+    /// Starts the workers, once.
+    fn start(&self) {
+        let Some((rx, workers)) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take()
+        else {
+            return;
+        };
+        for i in 0..workers {
+            let (rx, stats) = (rx.clone(), self.stats.clone());
             let spawned = std::thread::Builder::new()
                 .name(format!("spindle-hash-{i}"))
                 .spawn(move || worker(&rx, &stats));
@@ -168,12 +185,12 @@ impl HashPool {
                 tracing::error!("could not start a password-hashing thread: {e}");
             }
         }
-        HashPool { tx, stats }
     }
 
     /// Runs `v` on a worker and waits for the answer; [`Busy`] at once
     /// when the queue is full.
     pub async fn verify(&self, verify: Verify) -> Result<bool, Busy> {
+        self.start();
         let (reply, answer) = oneshot::channel();
         match self.tx.try_send(Job { verify, reply }) {
             Ok(()) => {}

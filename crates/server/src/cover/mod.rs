@@ -168,7 +168,7 @@ pub struct Covers {
 }
 
 fn resize_pool() -> Pool {
-    Pool::start(
+    Pool::new(
         "spindle-cover",
         Limits::shared(MAX_CONCURRENT_RESIZES, COVER_QUEUE),
         COVER_QUEUE_DEADLINE,

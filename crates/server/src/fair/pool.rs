@@ -52,13 +52,16 @@ struct Shared {
 pub struct Pool {
     shared: Arc<Shared>,
     deadline: Duration,
+    /// The threads' name and count, until the first job starts them.
+    idle: Mutex<Option<(String, usize)>>,
 }
 
 impl Pool {
     /// `limits.slots` threads named `name`, whose waiters give up after
-    /// `deadline`. A thread that cannot start is logged; the pool then
-    /// runs on the others (with none, every job is refused as lost).
-    pub fn start(name: &str, limits: Limits, deadline: Duration) -> Pool {
+    /// `deadline`. The threads start with the first job, not here. A
+    /// thread that cannot start is logged; the pool then runs on the
+    /// others (with none, every job is refused as lost).
+    pub fn new(name: &str, limits: Limits, deadline: Duration) -> Pool {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 fair: FairQueue::new(limits),
@@ -67,8 +70,20 @@ impl Pool {
             }),
             wake: Condvar::new(),
         });
-        for n in 0..limits.slots {
-            let s = shared.clone();
+        Pool {
+            shared,
+            deadline,
+            idle: Mutex::new(Some((name.to_owned(), limits.slots))),
+        }
+    }
+
+    /// Starts the threads, once.
+    fn start(&self) {
+        let Some((name, slots)) = lock(&self.idle).take() else {
+            return;
+        };
+        for n in 0..slots {
+            let s = self.shared.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("{name}-{n}"))
                 .spawn(move || work(&s));
@@ -76,7 +91,6 @@ impl Pool {
                 tracing::error!("cannot start the {name} worker {n}: {e}");
             }
         }
-        Pool { shared, deadline }
     }
 
     /// (running, waiting).
@@ -90,6 +104,7 @@ impl Pool {
         user: &str,
         f: impl FnOnce() -> R + Send + 'static,
     ) -> Result<R, Refused> {
+        self.start();
         let (tx, mut rx) = oneshot::channel();
         let job: Job = Box::new(move || {
             let _ = tx.send(f());
@@ -237,7 +252,7 @@ mod tests {
 
     #[tokio::test]
     async fn jobs_run_on_the_pools_own_threads() {
-        let pool = Pool::start("test-pool", Limits::shared(2, 4), Duration::from_secs(5));
+        let pool = Pool::new("test-pool", Limits::shared(2, 4), Duration::from_secs(5));
         let name = pool
             .run("ann", || std::thread::current().name().map(str::to_owned))
             .await
@@ -247,7 +262,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_flooding_user_is_refused_beyond_its_share_while_another_runs_at_once() {
-        let pool = Arc::new(Pool::start(
+        let pool = Arc::new(Pool::new(
             "test-pool",
             Limits::shared(2, 4),
             Duration::from_secs(30),
@@ -279,7 +294,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_job_that_waits_past_the_deadline_is_refused_and_never_runs() {
-        let pool = Arc::new(Pool::start(
+        let pool = Arc::new(Pool::new(
             "test-pool",
             Limits::shared(1, 4),
             Duration::from_millis(50),
@@ -303,7 +318,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_caller_that_leaves_takes_its_job_out_of_the_queue() {
-        let pool = Arc::new(Pool::start(
+        let pool = Arc::new(Pool::new(
             "test-pool",
             Limits::shared(1, 4),
             Duration::from_secs(30),
@@ -324,7 +339,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_panicking_job_loses_its_answer_not_the_worker() {
-        let pool = Pool::start("test-pool", Limits::shared(1, 4), Duration::from_secs(5));
+        let pool = Pool::new("test-pool", Limits::shared(1, 4), Duration::from_secs(5));
         let r: Result<(), _> = pool.run("ann", || panic!("boom")).await;
         assert_eq!(r, Err(Refused::Lost));
         assert_eq!(pool.run("ann", || 2).await, Ok(2));
