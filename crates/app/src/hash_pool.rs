@@ -170,8 +170,7 @@ impl HashPool {
 
     /// Starts the workers, once.
     fn start(&self) {
-        let Some((rx, workers)) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take()
-        else {
+        let Some((rx, workers)) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             return;
         };
         for i in 0..workers {

@@ -34,6 +34,7 @@
 //! - [`similar`]: similar artists from co-listening;
 //! - [`backup`]: consistent backups and restores of the data directory;
 //! - [`hash_pool`]: the bounded pool that runs password hashes;
+//! - [`tasks`]: the one set of background tasks and its one stop;
 //! - [`clock`], [`time`], [`sync`]: small shared helpers;
 //! - `testlib` (the `testkit` feature): fixtures for other crates' tests.
 
@@ -57,6 +58,7 @@ pub mod pull;
 pub mod scrobble;
 pub mod similar;
 pub mod sync;
+pub mod tasks;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testlib;
 pub mod time;

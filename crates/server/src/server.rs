@@ -5,7 +5,11 @@
 //! [`Server::run`] serves until its shutdown signal, then stops every
 //! background task and joins it before it returns.
 //!
-//! The tasks, and how each one stops:
+//! Every task is a member of one [`Tasks`] set (`spindle_app::tasks`),
+//! the core's ([`crate::App::spawn_tasks`]) and the adapters' alike, and
+//! the core's threads start in one place ([`crate::App::start`], here) and
+//! stop in one ([`AppState::stop_background`]); no constructor starts
+//! either. The tasks, and how each one stops:
 //!
 //! | task | runs on | stops |
 //! |---|---|---|
@@ -23,11 +27,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use spindle_app::tasks::{CoreTasks, Tasks};
 use spindle_listens::Listens;
 use spindle_media::{ScanOptions, ScanReport, WatchOptions, Watcher};
 use spindle_store::Db;
 use spindle_tiers::{Tiers, TiersConfig};
-use tokio::task::JoinHandle;
 
 use crate::accounts::{AccountError, Accounts};
 use crate::music::{Music, MusicError};
@@ -161,8 +165,9 @@ pub struct Server {
     state: AppState,
     opened: Opened,
     watcher: Option<Watcher>,
-    stop: tokio::sync::watch::Sender<bool>,
-    tasks: Vec<JoinHandle<()>>,
+    /// Every background task, the core's and the adapters', under one
+    /// stop.
+    tasks: Tasks,
     tls: Option<Arc<crate::tls::Tls>>,
 }
 
@@ -207,60 +212,46 @@ impl Server {
                 )),
             ));
         }
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        let mut tasks = Vec::new();
+        let mut tasks = Tasks::new();
         if let Some((bucket, start)) = cluster {
-            tasks.push(tokio::spawn(crate::cluster::generation::run(
+            let stopping = tasks.stopping();
+            tasks.spawn(crate::cluster::generation::run(
                 state.clone(),
                 bucket,
                 start,
                 rescan_every,
-                stop.subscribe(),
-            )));
+                stopping,
+            ));
         }
-        if let Some(tiers) = state.tiers().cloned() {
-            tiers.start_background();
-            let (st, t) = (state.clone(), tiers.clone());
-            tasks.push(tokio::task::spawn_blocking(move || {
-                crate::hot::replay_and_prefill(&st, &t)
-            }));
-            tasks.push(tokio::spawn(crate::hot::pin_loop(
-                state.db.clone(),
-                state.music.clone(),
-                tiers,
-                spindle_tiers::pins::pins_path(&data_dir),
+        // The core's: the tiers' work, replay and pins; the import spool
+        // (a replica takes no imports: they reach it through the log).
+        state.app.spawn_tasks(
+            &mut tasks,
+            CoreTasks {
+                data_dir: data_dir.clone(),
                 pin_poll,
-                stopped,
-            )));
-        }
-        tasks.push(tokio::spawn(crate::forward::registry::run(
-            state.clone(),
-            stop.subscribe(),
-        )));
+                imports: primary,
+                outbound: state.config.forward.outbound.clone(),
+            },
+        );
+        let stopping = tasks.stopping();
+        tasks.spawn(crate::forward::registry::run(state.clone(), stopping));
         if primary {
-            // A replica takes no imports: they reach it through the log.
-            tasks.push(tokio::spawn(crate::import::worker::run(
-                crate::App::clone(&state),
-                state.config.forward.outbound.clone(),
-                stop.subscribe(),
-            )));
-            tasks.push(tokio::spawn(crate::correction_spool::run(
+            let stopping = tasks.stopping();
+            tasks.spawn(crate::correction_spool::run(
                 state.clone(),
                 crate::correction_spool::CorrectionSpool::new(&data_dir),
-                stop.subscribe(),
-            )));
+                stopping,
+            ));
         }
         if let Some(t) = &tls {
-            tasks.push(tokio::spawn(crate::tls::reload_on_sighup(
-                t.clone(),
-                stop.subscribe(),
-            )));
+            let stopping = tasks.stopping();
+            tasks.spawn(crate::tls::reload_on_sighup(t.clone(), stopping));
         }
         Ok(Server {
             state,
             opened,
             watcher,
-            stop,
             tasks,
             tls,
         })
@@ -301,14 +292,10 @@ impl Server {
         let Server {
             state,
             watcher,
-            stop,
             tasks,
             ..
         } = self;
-        let _ = stop.send(true);
-        for t in tasks {
-            let _ = t.await;
-        }
+        tasks.stop().await;
         // Transcodes prepared ahead (crate::transcode::prepare).
         state.transcoder.shutdown().await;
         // The tiers' own work: promotion queue, sampling, re-replication.
