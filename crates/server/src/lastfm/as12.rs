@@ -15,7 +15,7 @@ use crate::accounts::{md5_hex, random_hex};
 use crate::auth_guard::Denied;
 use crate::params::Params;
 use crate::scrobble;
-use crate::state::{lock, AppState};
+use crate::state::AppState;
 
 /// How far the client's clock may be off, seconds.
 pub const MAX_SKEW: i64 = 3600;
@@ -107,7 +107,7 @@ async fn handshake(State(st): State<AppState>, req: Request) -> Response {
         Err(Denied::Busy) => return text("FAILED the server is busy; try again later\n".into()),
     }
     let sid = random_hex();
-    lock(&st.live.as12_sessions).insert(sid.clone(), user, st.now());
+    st.lastfm.add_session(sid.clone(), user, st.now());
     text(format!(
         "OK\n{sid}\n{base}/as12/nowplaying\n{base}/as12/submissions\n"
     ))
@@ -124,7 +124,7 @@ async fn form(st: &AppState, req: Request) -> Result<(Params, String), Response>
     let p = Params::parse(query.as_deref(), &body);
     let user = p
         .get("s")
-        .and_then(|s| lock(&st.live.as12_sessions).user(s, st.now()))
+        .and_then(|s| st.lastfm.session_user(s, st.now()))
         .ok_or_else(|| text("BADSESSION\n".into()))?;
     Ok((p, user))
 }

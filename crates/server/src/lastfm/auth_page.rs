@@ -9,7 +9,6 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
 
-use super::{approve_token, token_pending};
 use crate::auth_guard::{http_refusal, Denied};
 use crate::params::Params;
 use crate::state::AppState;
@@ -41,7 +40,7 @@ fn form(api_key: &str, token: &str, cb: &str, note: &str) -> String {
 async fn page(State(st): State<AppState>, req: Request) -> Response {
     let p = Params::parse(req.uri().query(), b"");
     let (key, token) = (p.get("api_key").unwrap_or(""), p.get("token").unwrap_or(""));
-    if !token_pending(&st, key, token) {
+    if !st.lastfm.pending(key, token, st.now()) {
         return (
             StatusCode::BAD_REQUEST,
             Html(
@@ -88,7 +87,7 @@ async fn grant(State(st): State<AppState>, req: Request) -> Response {
             .into_response()
     };
     // A password is checked only for a link that can still be approved.
-    if !token_pending(&st, &key, &token) {
+    if !st.lastfm.pending(&key, &token, st.now()) {
         return invalid();
     }
     let checked = st
@@ -114,7 +113,7 @@ async fn grant(State(st): State<AppState>, req: Request) -> Response {
             })
         }
     }
-    if !approve_token(&st, &key, &token, &user) {
+    if !st.lastfm.approve(&key, &token, &user, st.now()) {
         return invalid();
     }
     if cb.starts_with("http://") || cb.starts_with("https://") {

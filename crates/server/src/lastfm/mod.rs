@@ -29,16 +29,20 @@ use crate::auth_guard::Denied;
 use crate::music::{history_readable, Music};
 use crate::params::Params;
 use crate::scrobble::{self, Ignored};
-use crate::state::{lock, AppState, PendingToken};
+use crate::state::AppState;
 use crate::time::lastfm_date;
+use live::Exchange;
 use methods::Op;
 use response::{error_body, ok_body, Node};
 
 pub mod as12;
 pub mod auth_page;
 mod charts;
+mod live;
 pub mod methods;
 pub mod response;
+
+pub use live::{LastfmState, PendingToken};
 
 /// Most scrobbles in one `track.scrobble` call.
 pub const MAX_BATCH: usize = 50;
@@ -202,36 +206,23 @@ async fn call(
         Op::GetToken => {
             let key = signed(st, p)?;
             let token = random_hex();
-            lock(&st.live.tokens).insert(
-                token.clone(),
-                PendingToken {
-                    api_key: key,
-                    created: st.now(),
-                    approved_by: None,
-                },
-            );
+            st.lastfm.add_token(token.clone(), key, st.now());
             Ok(Some(Node::text("token", token)))
         }
         Op::GetSession => {
             let key = signed(st, p)?;
             let token = p.nonempty("token").ok_or_else(|| missing("token"))?;
-            let user = {
-                let mut tokens = lock(&st.live.tokens);
-                let Some(t) = tokens.get(token).cloned() else {
-                    return Err(err(15, "Unauthorized Token - This token has expired"));
-                };
-                if t.created + TOKEN_TTL < st.now() || t.api_key != key {
-                    tokens.remove(token);
-                    return Err(err(15, "Unauthorized Token - This token has expired"));
-                }
-                let Some(user) = t.approved_by else {
+            let user = match st.lastfm.exchange(token, &key, st.now()) {
+                Exchange::Approved(user) => user,
+                Exchange::Unapproved => {
                     return Err(err(
                         14,
                         "Unauthorized Token - This token has not been authorized",
-                    ));
-                };
-                tokens.remove(token);
-                user
+                    ))
+                }
+                Exchange::Expired => {
+                    return Err(err(15, "Unauthorized Token - This token has expired"))
+                }
             };
             session_node(st, &user, &key).await
         }
@@ -379,13 +370,10 @@ fn throttle_session_key(st: &AppState, p: &Params, ip: Option<IpAddr>) -> Result
 }
 
 async fn session_node(st: &AppState, user: &str, key: &str) -> Result<Option<Node>, LfmError> {
-    let (acc, u, k, now) = (
-        st.accounts.clone(),
-        user.to_owned(),
-        key.to_owned(),
-        st.now(),
-    );
-    let sk = tokio::task::spawn_blocking(move || acc.new_session(&u, &k, now))
+    let (u, k, now) = (user.to_owned(), key.to_owned(), st.now());
+    // An fsyncing write of the accounts: on the blocking pool.
+    let sk = st
+        .call(move |st| st.accounts.new_session(&u, &k, now))
         .await
         .map_err(|e| err(16, format!("Temporary error - {e}")))?
         .map_err(|e| err(16, format!("Temporary error - {e}")))?;
@@ -778,24 +766,4 @@ async fn scrobble_batch(st: &AppState, p: &Params, user: &str) -> Result<Node, L
         .attr("accepted", accepted as u64)
         .attr("ignored", ignored as u64)
         .children(rows))
-}
-
-/// For the approval page: the token exists, is fresh, and belongs to the key.
-pub(crate) fn approve_token(st: &AppState, api_key: &str, token: &str, user: &str) -> bool {
-    let mut tokens = lock(&st.live.tokens);
-    match tokens.get_mut(token) {
-        Some(t) if t.api_key == api_key && t.created + TOKEN_TTL >= st.now() => {
-            t.approved_by = Some(user.to_owned());
-            true
-        }
-        _ => false,
-    }
-}
-
-/// Whether a token is waiting for approval.
-pub(crate) fn token_pending(st: &AppState, api_key: &str, token: &str) -> bool {
-    let tokens = lock(&st.live.tokens);
-    tokens
-        .get(token)
-        .is_some_and(|t| t.api_key == api_key && t.created + TOKEN_TTL >= st.now())
 }
