@@ -113,13 +113,8 @@ pub fn classify(method: &Method, path: &str, query: Option<&str>) -> Class {
         _ => {}
     }
     if path.starts_with("/1/") {
-        return if !read {
-            Class::Write
-        } else if path.ends_with("/playing-now") {
-            Class::Memory
-        } else {
-            Class::Local
-        };
+        // The adapter's endpoint table says (crate::listenbrainz::methods).
+        return crate::listenbrainz::methods::class_of(method, path);
     }
     if path.starts_with("/ui/") {
         // Every web UI route but the assets needs the web session, which
