@@ -16,11 +16,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::any;
 use axum::Router;
 use spindle_listens::{ChartKind, Listen, RecentQuery};
 
@@ -31,16 +29,20 @@ use crate::params::Params;
 use crate::scrobble::{self, Ignored};
 use crate::state::AppState;
 use crate::time::lastfm_date;
+pub use error::LfmError;
+pub(crate) use error::{err, missing};
 use live::Exchange;
 use methods::Op;
-use response::{error_body, ok_body, Node};
+use response::{ok_body, respond, Fmt, Node};
 
 pub mod as12;
 pub mod auth_page;
 mod charts;
+mod error;
 mod live;
 pub mod methods;
 pub mod response;
+pub mod routes;
 
 pub use live::{LastfmState, PendingToken};
 
@@ -49,89 +51,33 @@ pub const MAX_BATCH: usize = 50;
 /// How long an `auth.getToken` token can be approved and exchanged.
 pub const TOKEN_TTL: i64 = 3600;
 
-/// The 2.0 API, the desktop-auth page and Audioscrobbler 1.2.
+/// The 2.0 API, the desktop-auth page and Audioscrobbler 1.2: the routes
+/// of [`routes::ROUTES`].
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/2.0/", any(handle))
-        .route("/2.0", any(handle))
-        .merge(auth_page::router())
-        .merge(as12::router())
+    routes::router()
 }
 
-/// A Last.fm error: code and message.
-#[derive(Debug)]
-pub struct LfmError(pub u32, pub String);
-
-fn err(code: u32, msg: impl Into<String>) -> LfmError {
-    LfmError(code, msg.into())
-}
-
-fn missing(name: &str) -> LfmError {
-    err(
-        6,
-        format!("Invalid parameters - Your request is missing a required parameter: {name}"),
-    )
-}
-
-fn status_of(code: u32) -> StatusCode {
-    match code {
-        4 | 9 | 10 | 13 | 14 | 15 | 17 | 26 => StatusCode::FORBIDDEN,
-        29 => StatusCode::TOO_MANY_REQUESTS,
-        11 | 16 => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::BAD_REQUEST,
-    }
-}
-
-struct Fmt {
-    json: bool,
-    callback: Option<String>,
-}
-
-fn respond(fmt: &Fmt, status: StatusCode, body: String) -> Response {
-    let (ctype, body) = match (&fmt.json, &fmt.callback) {
-        (true, Some(cb)) => ("text/javascript; charset=utf-8", format!("{cb}({body});")),
-        (true, None) => ("application/json; charset=utf-8", body),
-        (false, _) => ("text/xml; charset=utf-8", body),
-    };
-    let mut r = Response::new(Body::from(body));
-    *r.status_mut() = status;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ctype));
-    r
-}
-
+/// `/2.0/`: the call's format, then its answer or its error in that
+/// format.
 async fn handle(State(st): State<AppState>, req: Request) -> Response {
     let ip = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     let query = req.uri().query().map(str::to_owned);
-    let music = Some(st.music.clone());
-    let is_json_q = query
-        .as_deref()
-        .is_some_and(|q| Params::parse(Some(q), b"").get("format") == Some("json"));
+    // Until the body is read, the query says the format (no callback).
+    let fmt = Fmt {
+        json: query
+            .as_deref()
+            .is_some_and(|q| Params::parse(Some(q), b"").get("format") == Some("json")),
+        callback: None,
+    };
     // The credentials are in the body: its size, deadline and the body
     // budget are what bound an unauthenticated client (crate::body).
     let limit = crate::body::SCROBBLE_FORM_MAX;
     let body = match crate::body::read_body(req.into_body(), limit, &st.bodies).await {
         Ok(b) => b,
-        Err(e) => {
-            let fmt = Fmt {
-                json: is_json_q,
-                callback: None,
-            };
-            // 6: the client's fault; 16: try again later.
-            let (code, msg) = match e {
-                crate::body::BodyError::TooLarge { .. } | crate::body::BodyError::Broken(_) => {
-                    (6, format!("Invalid parameters - {e}"))
-                }
-                _ => (
-                    16,
-                    format!("There was a temporary error processing your request - {e}"),
-                ),
-            };
-            return e.decorate(respond(&fmt, e.status(), error_body(code, &msg, fmt.json)));
-        }
+        Err(e) => return LfmError::from(e).render(&fmt),
     };
     let p = Params::parse(query.as_deref(), &body);
     let fmt = Fmt {
@@ -145,21 +91,25 @@ async fn handle(State(st): State<AppState>, req: Request) -> Response {
             })
             .map(str::to_owned),
     };
-    let rate = st.rate(ip);
-    let result = if !rate.allowed {
-        Err(err(
+    match rated_call(&st, &p, ip).await {
+        Ok(node) => respond(&fmt, StatusCode::OK, ok_body(node.as_ref(), fmt.json)),
+        Err(e) => e.render(&fmt),
+    }
+}
+
+/// [`call`] within the client's rate limit (error 29 past it).
+async fn rated_call(
+    st: &AppState,
+    p: &Params,
+    ip: Option<IpAddr>,
+) -> Result<Option<Node>, LfmError> {
+    if !st.rate(ip).allowed {
+        return Err(err(
             29,
             "Rate Limit Exceeded - Your IP has made too many requests in a short period",
-        ))
-    } else {
-        call(&st, &p, music.as_deref(), ip).await
-    };
-    match result {
-        Ok(node) => respond(&fmt, StatusCode::OK, ok_body(node.as_ref(), fmt.json)),
-        Err(LfmError(code, msg)) => {
-            respond(&fmt, status_of(code), error_body(code, &msg, fmt.json))
-        }
+        ));
     }
+    call(st, p, Some(&st.music), ip).await
 }
 
 fn is_scrobble_field(name: &str) -> bool {
