@@ -3,7 +3,11 @@
 //! `format=json` ([`response`]); the desktop-auth approval page at
 //! `/api/auth/` ([`auth_page`]); and the older Audioscrobbler 1.2
 //! protocol at `/?hs=true` ([`as12`]). Requests are signed with
-//! `api_sig` ([`crate::params::Params::signature_ok`]).
+//! `api_sig` ([`crate::params::Params::signature_ok`]). The routes are
+//! the rows of `routes::ROUTES`, the 2.0 methods those of
+//! [`methods::TABLE`]; errors are [`LfmError`]s (2.0) and
+//! `as12::As12Error`s. Tokens and 1.2 sessions live in the adapter's
+//! substate ([`LastfmState`]).
 //!
 //! A session key works only with the API key it was issued under. The
 //! `user.*` read methods (getInfo, getRecentTracks, getTopArtists,
@@ -52,7 +56,7 @@ pub const MAX_BATCH: usize = 50;
 pub const TOKEN_TTL: i64 = 3600;
 
 /// The 2.0 API, the desktop-auth page and Audioscrobbler 1.2: the routes
-/// of [`routes::ROUTES`].
+/// of `routes::ROUTES`.
 pub fn router() -> Router<AppState> {
     routes::router()
 }

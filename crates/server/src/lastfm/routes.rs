@@ -26,7 +26,7 @@ pub enum Serves {
     Api2,
 }
 
-/// One route: a row of [`ROUTES`].
+/// One route: a row of `ROUTES`.
 pub struct Route {
     pub path: &'static str,
     /// A query parameter the request must have to be this route's (the
@@ -64,7 +64,7 @@ pub(crate) static ROUTES: &[Route] = &[
     route("/as12/submissions", None, Is(Write), || post(as12::submissions)),
 ];
 
-/// One route per row of [`ROUTES`].
+/// One route per row of `ROUTES`.
 pub fn router() -> Router<AppState> {
     ROUTES
         .iter()

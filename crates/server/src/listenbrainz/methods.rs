@@ -2,7 +2,7 @@
 //! HTTP method, its path (axum's pattern, `{name}` one segment), how a
 //! cluster serves it, and its auth rule with the handler that runs under
 //! it. The router ([`router`]: one route per row, each through
-//! [`dispatch`]) and the cluster's routing of `/1/…`
+//! `dispatch`) and the cluster's routing of `/1/…`
 //! ([`crate::cluster::route::classify`], through [`class_of`]) are read
 //! from this table, so adding an endpoint is a row and its handler.
 
@@ -66,7 +66,7 @@ pub(crate) enum Auth {
     NoToken(fn(Call) -> Answer),
 }
 
-/// One endpoint: a row of [`TABLE`].
+/// One endpoint: a row of `TABLE`.
 pub struct Endpoint {
     pub verb: Verb,
     /// axum's path pattern: `{x}` is one non-empty segment.
@@ -101,7 +101,7 @@ pub(crate) static TABLE: &[Endpoint] = &[
         MaybeToken(|c| Box::pin(feedback::for_recordings(c)))),
 ];
 
-/// One route per row of [`TABLE`].
+/// One route per row of `TABLE`.
 pub fn router() -> Router<AppState> {
     TABLE.iter().fold(Router::new(), |r, e| {
         r.route(

@@ -3,7 +3,10 @@
 //! ListenBrainz's limits), validate-token, a user's listens, listen count
 //! and playing-now, the user statistics (`stats.rs`) and recording
 //! feedback, a user's loves (`feedback.rs`). Every response carries
-//! `X-RateLimit-*` headers.
+//! `X-RateLimit-*` headers. The endpoints are the rows of
+//! `methods::TABLE`, which also runs them: the rate limit, the token
+//! where one is required, the handler, and an error as ListenBrainz's
+//! document (`error::LbError`).
 //!
 //! A user's listens, listen count, playing-now and statistics are private unless the
 //! user made them public (`spindle user privacy NAME public`, or the web
@@ -42,7 +45,7 @@ pub const MAX_LISTEN_SIZE: usize = 10_240;
 /// Most listens one GET returns.
 pub const MAX_ITEMS_PER_GET: usize = 1000;
 
-/// Every endpoint of the table ([`methods::TABLE`]).
+/// Every endpoint of the table (`methods::TABLE`).
 pub fn router() -> Router<AppState> {
     methods::router()
 }
