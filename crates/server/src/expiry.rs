@@ -12,8 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::lastfm::TOKEN_TTL;
-use crate::state::PendingToken;
+use crate::lastfm::{PendingToken, TOKEN_TTL};
 
 /// Most `auth.getToken` tokens waiting at once: 10,000. A desktop login
 /// holds one for the minute or two a user takes to approve it, so this is

@@ -4,8 +4,8 @@
 //! which an `AppState` derefs to, and what only the adapters and the HTTP
 //! side use: the server's [`Config`] (holding the core's [`CoreConfig`]),
 //! the stream [`Reader`], web sessions, metrics, Subsonic's chat, scans
-//! and view cache, forwarding, the cluster, and short-lived in-memory
-//! state (auth tokens, AS 1.2 sessions, rate-limit windows). Background
+//! and view cache, the Last.fm side's tokens and sessions, forwarding,
+//! the cluster, and the rate-limit windows. Background
 //! threads it starts stop in [`AppState::stop_background`].
 
 use std::collections::HashMap;
@@ -132,14 +132,6 @@ impl std::ops::DerefMut for Config {
     }
 }
 
-/// An `auth.getToken` token waiting for approval.
-#[derive(Debug, Clone)]
-pub struct PendingToken {
-    pub api_key: String,
-    pub created: i64,
-    pub approved_by: Option<String>,
-}
-
 /// The handlers' shared state: the application core ([`App`], which an
 /// `AppState` derefs to: `state.accounts`, `state.listens`, …) and what
 /// only the protocol adapters and the HTTP side use ([`StateParts`], its
@@ -172,6 +164,9 @@ pub struct StateParts {
     /// The counters of `/metrics`.
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) live: Arc<Live>,
+    /// The Last.fm side's in-memory state: desktop-auth tokens and
+    /// Audioscrobbler 1.2 sessions ([`crate::lastfm::LastfmState`]).
+    pub(crate) lastfm: Arc<crate::lastfm::LastfmState>,
     /// The pool and budget of queries from the network; cancelled at
     /// shutdown.
     pub(crate) queries: Arc<crate::query_budget::QueryPool>,
@@ -225,11 +220,7 @@ impl std::ops::Deref for StateParts {
 /// What the adapters keep in memory, short-lived.
 #[derive(Default)]
 pub(crate) struct Live {
-    /// `auth.getToken` tokens, expiring and capped (`expiry.rs`).
-    pub tokens: Mutex<crate::expiry::PendingTokens>,
     pub windows: Mutex<HashMap<IpAddr, (i64, u32)>>,
-    /// AS 1.2 session ids → user, expiring when idle and capped per user.
-    pub as12_sessions: Mutex<crate::lastfm::as12::Sessions>,
 }
 
 pub(crate) use spindle_app::sync::lock;
@@ -272,6 +263,7 @@ impl AppState {
             first_run,
             metrics: Arc::default(),
             live: Arc::new(Live::default()),
+            lastfm: Arc::default(),
             queries,
             bodies,
             guard,

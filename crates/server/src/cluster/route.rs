@@ -39,7 +39,6 @@ use axum::response::Response;
 use http_body::{Frame, SizeHint};
 
 use super::{sign, Cluster, Role, MAX_WRITE_WAIT};
-use crate::params::Params;
 use crate::state::AppState;
 
 /// Names the node that answered, on every answer of a cluster node.
@@ -90,36 +89,20 @@ pub fn classify(method: &Method, path: &str, query: Option<&str>) -> Class {
         // The adapter's method table says (crate::subsonic::methods).
         return crate::subsonic::methods::class_of(name);
     }
+    // Last.fm 2.0 (by its method table), its desktop-auth page and
+    // Audioscrobbler 1.2: the adapter's route table says
+    // (crate::lastfm::routes).
+    if let Some(class) = crate::lastfm::routes::class_of(method, path, query) {
+        return class;
+    }
     match path {
-        // The method of a POST is in its body: the whole POST counts.
-        "/2.0" | "/2.0/" if !read => return Class::Write,
-        "/2.0" | "/2.0/" => {
-            let p = Params::parse(query, b"");
-            // The adapter's method table says (crate::lastfm::methods).
-            return crate::lastfm::methods::class_of(p.get("method").unwrap_or(""));
-        }
-        // Desktop-auth approval: the pending tokens are in memory.
-        "/api/auth" | "/api/auth/" => return Class::Memory,
-        // Audioscrobbler 1.2: the handshake makes an in-memory session.
-        "/" if query
-            .is_some_and(|q| q.split('&').any(|kv| kv == "hs" || kv.starts_with("hs="))) =>
-        {
-            return Class::Memory
-        }
-        "/as12/nowplaying" => return Class::Memory,
-        "/as12/submissions" => return Class::Write,
         "/ui/app.js" | "/ui/style.css" => return Class::Local,
         "/ui/login" | "/ui/logout" | "/ui/api/playing" => return Class::Memory,
         _ => {}
     }
     if path.starts_with("/1/") {
-        return if !read {
-            Class::Write
-        } else if path.ends_with("/playing-now") {
-            Class::Memory
-        } else {
-            Class::Local
-        };
+        // The adapter's endpoint table says (crate::listenbrainz::methods).
+        return crate::listenbrainz::methods::class_of(method, path);
     }
     if path.starts_with("/ui/") {
         // Every web UI route but the assets needs the web session, which

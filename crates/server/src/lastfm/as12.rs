@@ -7,15 +7,14 @@
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::Router;
 use spindle_listens::Listen;
 
 use crate::accounts::{md5_hex, random_hex};
 use crate::auth_guard::Denied;
+use crate::body::BodyError;
 use crate::params::Params;
 use crate::scrobble;
-use crate::state::{lock, AppState};
+use crate::state::AppState;
 
 /// How far the client's clock may be off, seconds.
 pub const MAX_SKEW: i64 = 3600;
@@ -34,11 +33,59 @@ pub const MAX_SESSIONS_PER_USER: usize = 16;
 /// The live session ids (see [`SESSION_IDLE`], [`MAX_SESSIONS_PER_USER`]).
 pub(crate) type Sessions = crate::expiry::IdleSessions<SESSION_IDLE, MAX_SESSIONS_PER_USER>;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/", get(handshake))
-        .route("/as12/nowplaying", post(now_playing))
-        .route("/as12/submissions", post(submissions))
+/// A 1.2 failure, as the protocol's plain-text answer (status 200, but
+/// for a body that could not be read).
+#[derive(Debug)]
+pub(crate) enum As12Error {
+    /// `BADAUTH`: wrong credentials; players ask the user again.
+    BadAuth,
+    /// `BADTIME`: the client's clock is off by more than [`MAX_SKEW`].
+    BadTime,
+    /// `BADSESSION`: no such session (or it ended); players hand-shake
+    /// again.
+    BadSession,
+    /// `FAILED <reason>`: players retry later.
+    Failed(String),
+    /// A body that could not be read: `FAILED <why>`, with the body's
+    /// status (413, 408, …).
+    Body(BodyError),
+}
+
+impl IntoResponse for As12Error {
+    fn into_response(self) -> Response {
+        match self {
+            As12Error::BadAuth => text("BADAUTH\n".into()),
+            As12Error::BadTime => text("BADTIME\n".into()),
+            As12Error::BadSession => text("BADSESSION\n".into()),
+            As12Error::Failed(why) => text(format!("FAILED {why}\n")),
+            As12Error::Body(e) => e.decorate(text(format!("FAILED {e}\n"))),
+        }
+    }
+}
+
+/// A login the guard refused. A wait is a `FAILED`, which players retry
+/// later, not a `BADAUTH`, which makes them drop credentials that may be
+/// right.
+impl From<Denied> for As12Error {
+    fn from(d: Denied) -> As12Error {
+        match d {
+            Denied::Wrong => As12Error::BadAuth,
+            Denied::Wait { retry_after } => As12Error::Failed(format!(
+                "too many failed logins; try again in {retry_after} s"
+            )),
+            Denied::Busy => As12Error::Failed("the server is busy; try again later".into()),
+        }
+    }
+}
+
+impl From<BodyError> for As12Error {
+    fn from(e: BodyError) -> As12Error {
+        As12Error::Body(e)
+    }
+}
+
+fn failed(why: &str) -> As12Error {
+    As12Error::Failed(why.to_owned())
 }
 
 fn text(s: String) -> Response {
@@ -50,10 +97,14 @@ fn text(s: String) -> Response {
         .into_response()
 }
 
-async fn handshake(State(st): State<AppState>, req: Request) -> Response {
+/// `GET /?hs=true&…`: a new session id and the URLs to use it at.
+pub(super) async fn handshake(
+    State(st): State<AppState>,
+    req: Request,
+) -> Result<Response, As12Error> {
     let p = Params::parse(req.uri().query(), b"");
     if p.get("hs") != Some("true") {
-        return (StatusCode::NOT_FOUND, "Spindle: nothing here yet").into_response();
+        return Ok((StatusCode::NOT_FOUND, "Spindle: nothing here yet").into_response());
     }
     let base = st.config.public_url.clone().unwrap_or_else(|| {
         let host = req
@@ -64,14 +115,14 @@ async fn handshake(State(st): State<AppState>, req: Request) -> Response {
         format!("http://{host}")
     });
     let (Some(user), Some(t)) = (p.nonempty("u"), p.nonempty("t")) else {
-        return text("FAILED missing u or t\n".into());
+        return Err(failed("missing u or t"));
     };
-    let Ok(ts) = t.parse::<i64>() else {
-        return text("FAILED t is not a timestamp\n".into());
-    };
+    let ts = t
+        .parse::<i64>()
+        .map_err(|_| failed("t is not a timestamp"))?;
     // abs_diff: any i64 the client sends, without overflow.
     if ts.abs_diff(st.now()) > MAX_SKEW.unsigned_abs() {
-        return text("BADTIME\n".into());
+        return Err(As12Error::BadTime);
     }
     let ok = || match (p.get("a"), p.get("sk"), p.get("api_key")) {
         (Some(a), Some(sk), Some(key)) => {
@@ -91,41 +142,27 @@ async fn handshake(State(st): State<AppState>, req: Request) -> Response {
     };
     // Throttled: a client that must wait is refused before `ok` runs.
     let ip = crate::auth_guard::client_ip(req.extensions());
-    let checked = st
-        .guard
-        .check(ip, Some(user), "as12", || ok().then_some(()));
-    // A wait is a FAILED, which players retry later, not a BADAUTH, which
-    // makes them drop credentials that may be right.
-    match checked {
-        Ok(()) => {}
-        Err(Denied::Wrong) => return text("BADAUTH\n".into()),
-        Err(Denied::Wait { retry_after }) => {
-            return text(format!(
-                "FAILED too many failed logins; try again in {retry_after} s\n"
-            ))
-        }
-        Err(Denied::Busy) => return text("FAILED the server is busy; try again later\n".into()),
-    }
+    st.guard
+        .check(ip, Some(user), "as12", || ok().then_some(()))?;
     let sid = random_hex();
-    lock(&st.live.as12_sessions).insert(sid.clone(), user, st.now());
-    text(format!(
+    st.lastfm.add_session(sid.clone(), user, st.now());
+    Ok(text(format!(
         "OK\n{sid}\n{base}/as12/nowplaying\n{base}/as12/submissions\n"
-    ))
+    )))
 }
 
-async fn form(st: &AppState, req: Request) -> Result<(Params, String), Response> {
+/// The form of a request with a session id, and the session's user.
+async fn form(st: &AppState, req: Request) -> Result<(Params, String), As12Error> {
     let query = req.uri().query().map(str::to_owned);
     // The session id is in the body: its size, deadline and the body
     // budget are what bound a client without one (crate::body).
     let limit = crate::body::SCROBBLE_FORM_MAX;
-    let body = crate::body::read_body(req.into_body(), limit, &st.bodies)
-        .await
-        .map_err(|e| e.decorate(text(format!("FAILED {e}\n"))))?;
+    let body = crate::body::read_body(req.into_body(), limit, &st.bodies).await?;
     let p = Params::parse(query.as_deref(), &body);
     let user = p
         .get("s")
-        .and_then(|s| lock(&st.live.as12_sessions).user(s, st.now()))
-        .ok_or_else(|| text("BADSESSION\n".into()))?;
+        .and_then(|s| st.lastfm.session_user(s, st.now()))
+        .ok_or(As12Error::BadSession)?;
     Ok((p, user))
 }
 
@@ -147,26 +184,26 @@ fn listen(p: &Params, user: &str, i: Option<usize>) -> Option<Listen> {
     Some(l)
 }
 
-async fn now_playing(State(st): State<AppState>, req: Request) -> Response {
-    let (p, user) = match form(&st, req).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
-    match listen(&p, &user, None) {
-        Some(mut l) if scrobble::check(&st, &l, false).is_ok() => {
-            l.timestamp = st.now();
-            st.set_now_playing(l);
-            text("OK\n".into())
-        }
-        _ => text("FAILED missing or bad a or t\n".into()),
-    }
+/// `POST /as12/nowplaying`.
+pub(super) async fn now_playing(
+    State(st): State<AppState>,
+    req: Request,
+) -> Result<Response, As12Error> {
+    let (p, user) = form(&st, req).await?;
+    let mut l = listen(&p, &user, None)
+        .filter(|l| scrobble::check(&st, l, false).is_ok())
+        .ok_or_else(|| failed("missing or bad a or t"))?;
+    l.timestamp = st.now();
+    st.set_now_playing(l);
+    Ok(text("OK\n".into()))
 }
 
-async fn submissions(State(st): State<AppState>, req: Request) -> Response {
-    let (p, user) = match form(&st, req).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+/// `POST /as12/submissions`: up to 50 listens.
+pub(super) async fn submissions(
+    State(st): State<AppState>,
+    req: Request,
+) -> Result<Response, As12Error> {
+    let (p, user) = form(&st, req).await?;
     let mut good = Vec::new();
     for i in 0..50 {
         if p.get(&format!("a[{i}]")).is_none() {
@@ -180,10 +217,10 @@ async fn submissions(State(st): State<AppState>, req: Request) -> Response {
         }
     }
     if p.get("a[50]").is_some() {
-        return text("FAILED at most 50 submissions per request\n".into());
+        return Err(failed("at most 50 submissions per request"));
     }
-    match scrobble::store(&st, good).await {
-        Ok(_) => text("OK\n".into()),
-        Err(e) => text(format!("FAILED {e}\n")),
-    }
+    scrobble::store(&st, good)
+        .await
+        .map_err(|e| As12Error::Failed(e.to_string()))?;
+    Ok(text("OK\n".into()))
 }

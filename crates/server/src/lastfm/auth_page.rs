@@ -6,20 +6,11 @@
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::get;
-use axum::Router;
 
-use super::{approve_token, token_pending};
 use crate::auth_guard::{http_refusal, Denied};
 use crate::params::Params;
 use crate::state::AppState;
 use crate::xml::escape;
-
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/auth/", get(page).post(grant))
-        .route("/api/auth", get(page).post(grant))
-}
 
 fn form(api_key: &str, token: &str, cb: &str, note: &str) -> String {
     format!(
@@ -38,10 +29,10 @@ fn form(api_key: &str, token: &str, cb: &str, note: &str) -> String {
     )
 }
 
-async fn page(State(st): State<AppState>, req: Request) -> Response {
+pub(super) async fn page(State(st): State<AppState>, req: Request) -> Response {
     let p = Params::parse(req.uri().query(), b"");
     let (key, token) = (p.get("api_key").unwrap_or(""), p.get("token").unwrap_or(""));
-    if !token_pending(&st, key, token) {
+    if !st.lastfm.pending(key, token, st.now()) {
         return (
             StatusCode::BAD_REQUEST,
             Html(
@@ -61,7 +52,7 @@ async fn page(State(st): State<AppState>, req: Request) -> Response {
     .into_response()
 }
 
-async fn grant(State(st): State<AppState>, req: Request) -> Response {
+pub(super) async fn grant(State(st): State<AppState>, req: Request) -> Response {
     let ip = crate::auth_guard::client_ip(req.extensions());
     let query = req.uri().query().map(str::to_owned);
     let body = match crate::body::read_body(req.into_body(), 64 * 1024, &st.bodies).await {
@@ -88,7 +79,7 @@ async fn grant(State(st): State<AppState>, req: Request) -> Response {
             .into_response()
     };
     // A password is checked only for a link that can still be approved.
-    if !token_pending(&st, &key, &token) {
+    if !st.lastfm.pending(&key, &token, st.now()) {
         return invalid();
     }
     let checked = st
@@ -114,7 +105,7 @@ async fn grant(State(st): State<AppState>, req: Request) -> Response {
             })
         }
     }
-    if !approve_token(&st, &key, &token, &user) {
+    if !st.lastfm.approve(&key, &token, &user, st.now()) {
         return invalid();
     }
     if cb.starts_with("http://") || cb.starts_with("https://") {

@@ -3,7 +3,11 @@
 //! `format=json` ([`response`]); the desktop-auth approval page at
 //! `/api/auth/` ([`auth_page`]); and the older Audioscrobbler 1.2
 //! protocol at `/?hs=true` ([`as12`]). Requests are signed with
-//! `api_sig` ([`crate::params::Params::signature_ok`]).
+//! `api_sig` ([`crate::params::Params::signature_ok`]). The routes are
+//! the rows of `routes::ROUTES`, the 2.0 methods those of
+//! [`methods::TABLE`]; errors are [`LfmError`]s (2.0) and
+//! `as12::As12Error`s. Tokens and 1.2 sessions live in the adapter's
+//! substate ([`LastfmState`]).
 //!
 //! A session key works only with the API key it was issued under. The
 //! `user.*` read methods (getInfo, getRecentTracks, getTopArtists,
@@ -16,11 +20,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::any;
 use axum::Router;
 use spindle_listens::{ChartKind, Listen, RecentQuery};
 
@@ -29,105 +31,57 @@ use crate::auth_guard::Denied;
 use crate::music::{history_readable, Music};
 use crate::params::Params;
 use crate::scrobble::{self, Ignored};
-use crate::state::{lock, AppState, PendingToken};
+use crate::state::AppState;
 use crate::time::lastfm_date;
+pub use error::LfmError;
+pub(crate) use error::{err, missing};
+use live::Exchange;
 use methods::Op;
-use response::{error_body, ok_body, Node};
+use response::{ok_body, respond, Fmt, Node};
 
 pub mod as12;
 pub mod auth_page;
 mod charts;
+mod error;
+mod live;
 pub mod methods;
 pub mod response;
+pub mod routes;
+
+pub use live::{LastfmState, PendingToken};
 
 /// Most scrobbles in one `track.scrobble` call.
 pub const MAX_BATCH: usize = 50;
 /// How long an `auth.getToken` token can be approved and exchanged.
 pub const TOKEN_TTL: i64 = 3600;
 
-/// The 2.0 API, the desktop-auth page and Audioscrobbler 1.2.
+/// The 2.0 API, the desktop-auth page and Audioscrobbler 1.2: the routes
+/// of `routes::ROUTES`.
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/2.0/", any(handle))
-        .route("/2.0", any(handle))
-        .merge(auth_page::router())
-        .merge(as12::router())
+    routes::router()
 }
 
-/// A Last.fm error: code and message.
-#[derive(Debug)]
-pub struct LfmError(pub u32, pub String);
-
-fn err(code: u32, msg: impl Into<String>) -> LfmError {
-    LfmError(code, msg.into())
-}
-
-fn missing(name: &str) -> LfmError {
-    err(
-        6,
-        format!("Invalid parameters - Your request is missing a required parameter: {name}"),
-    )
-}
-
-fn status_of(code: u32) -> StatusCode {
-    match code {
-        4 | 9 | 10 | 13 | 14 | 15 | 17 | 26 => StatusCode::FORBIDDEN,
-        29 => StatusCode::TOO_MANY_REQUESTS,
-        11 | 16 => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::BAD_REQUEST,
-    }
-}
-
-struct Fmt {
-    json: bool,
-    callback: Option<String>,
-}
-
-fn respond(fmt: &Fmt, status: StatusCode, body: String) -> Response {
-    let (ctype, body) = match (&fmt.json, &fmt.callback) {
-        (true, Some(cb)) => ("text/javascript; charset=utf-8", format!("{cb}({body});")),
-        (true, None) => ("application/json; charset=utf-8", body),
-        (false, _) => ("text/xml; charset=utf-8", body),
-    };
-    let mut r = Response::new(Body::from(body));
-    *r.status_mut() = status;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ctype));
-    r
-}
-
+/// `/2.0/`: the call's format, then its answer or its error in that
+/// format.
 async fn handle(State(st): State<AppState>, req: Request) -> Response {
     let ip = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     let query = req.uri().query().map(str::to_owned);
-    let music = Some(st.music.clone());
-    let is_json_q = query
-        .as_deref()
-        .is_some_and(|q| Params::parse(Some(q), b"").get("format") == Some("json"));
+    // Until the body is read, the query says the format (no callback).
+    let fmt = Fmt {
+        json: query
+            .as_deref()
+            .is_some_and(|q| Params::parse(Some(q), b"").get("format") == Some("json")),
+        callback: None,
+    };
     // The credentials are in the body: its size, deadline and the body
     // budget are what bound an unauthenticated client (crate::body).
     let limit = crate::body::SCROBBLE_FORM_MAX;
     let body = match crate::body::read_body(req.into_body(), limit, &st.bodies).await {
         Ok(b) => b,
-        Err(e) => {
-            let fmt = Fmt {
-                json: is_json_q,
-                callback: None,
-            };
-            // 6: the client's fault; 16: try again later.
-            let (code, msg) = match e {
-                crate::body::BodyError::TooLarge { .. } | crate::body::BodyError::Broken(_) => {
-                    (6, format!("Invalid parameters - {e}"))
-                }
-                _ => (
-                    16,
-                    format!("There was a temporary error processing your request - {e}"),
-                ),
-            };
-            return e.decorate(respond(&fmt, e.status(), error_body(code, &msg, fmt.json)));
-        }
+        Err(e) => return LfmError::from(e).render(&fmt),
     };
     let p = Params::parse(query.as_deref(), &body);
     let fmt = Fmt {
@@ -141,21 +95,25 @@ async fn handle(State(st): State<AppState>, req: Request) -> Response {
             })
             .map(str::to_owned),
     };
-    let rate = st.rate(ip);
-    let result = if !rate.allowed {
-        Err(err(
+    match rated_call(&st, &p, ip).await {
+        Ok(node) => respond(&fmt, StatusCode::OK, ok_body(node.as_ref(), fmt.json)),
+        Err(e) => e.render(&fmt),
+    }
+}
+
+/// [`call`] within the client's rate limit (error 29 past it).
+async fn rated_call(
+    st: &AppState,
+    p: &Params,
+    ip: Option<IpAddr>,
+) -> Result<Option<Node>, LfmError> {
+    if !st.rate(ip).allowed {
+        return Err(err(
             29,
             "Rate Limit Exceeded - Your IP has made too many requests in a short period",
-        ))
-    } else {
-        call(&st, &p, music.as_deref(), ip).await
-    };
-    match result {
-        Ok(node) => respond(&fmt, StatusCode::OK, ok_body(node.as_ref(), fmt.json)),
-        Err(LfmError(code, msg)) => {
-            respond(&fmt, status_of(code), error_body(code, &msg, fmt.json))
-        }
+        ));
     }
+    call(st, p, Some(&st.music), ip).await
 }
 
 fn is_scrobble_field(name: &str) -> bool {
@@ -202,36 +160,23 @@ async fn call(
         Op::GetToken => {
             let key = signed(st, p)?;
             let token = random_hex();
-            lock(&st.live.tokens).insert(
-                token.clone(),
-                PendingToken {
-                    api_key: key,
-                    created: st.now(),
-                    approved_by: None,
-                },
-            );
+            st.lastfm.add_token(token.clone(), key, st.now());
             Ok(Some(Node::text("token", token)))
         }
         Op::GetSession => {
             let key = signed(st, p)?;
             let token = p.nonempty("token").ok_or_else(|| missing("token"))?;
-            let user = {
-                let mut tokens = lock(&st.live.tokens);
-                let Some(t) = tokens.get(token).cloned() else {
-                    return Err(err(15, "Unauthorized Token - This token has expired"));
-                };
-                if t.created + TOKEN_TTL < st.now() || t.api_key != key {
-                    tokens.remove(token);
-                    return Err(err(15, "Unauthorized Token - This token has expired"));
-                }
-                let Some(user) = t.approved_by else {
+            let user = match st.lastfm.exchange(token, &key, st.now()) {
+                Exchange::Approved(user) => user,
+                Exchange::Unapproved => {
                     return Err(err(
                         14,
                         "Unauthorized Token - This token has not been authorized",
-                    ));
-                };
-                tokens.remove(token);
-                user
+                    ))
+                }
+                Exchange::Expired => {
+                    return Err(err(15, "Unauthorized Token - This token has expired"))
+                }
             };
             session_node(st, &user, &key).await
         }
@@ -379,13 +324,10 @@ fn throttle_session_key(st: &AppState, p: &Params, ip: Option<IpAddr>) -> Result
 }
 
 async fn session_node(st: &AppState, user: &str, key: &str) -> Result<Option<Node>, LfmError> {
-    let (acc, u, k, now) = (
-        st.accounts.clone(),
-        user.to_owned(),
-        key.to_owned(),
-        st.now(),
-    );
-    let sk = tokio::task::spawn_blocking(move || acc.new_session(&u, &k, now))
+    let (u, k, now) = (user.to_owned(), key.to_owned(), st.now());
+    // An fsyncing write of the accounts: on the blocking pool.
+    let sk = st
+        .call(move |st| st.accounts.new_session(&u, &k, now))
         .await
         .map_err(|e| err(16, format!("Temporary error - {e}")))?
         .map_err(|e| err(16, format!("Temporary error - {e}")))?;
@@ -778,24 +720,4 @@ async fn scrobble_batch(st: &AppState, p: &Params, user: &str) -> Result<Node, L
         .attr("accepted", accepted as u64)
         .attr("ignored", ignored as u64)
         .children(rows))
-}
-
-/// For the approval page: the token exists, is fresh, and belongs to the key.
-pub(crate) fn approve_token(st: &AppState, api_key: &str, token: &str, user: &str) -> bool {
-    let mut tokens = lock(&st.live.tokens);
-    match tokens.get_mut(token) {
-        Some(t) if t.api_key == api_key && t.created + TOKEN_TTL >= st.now() => {
-            t.approved_by = Some(user.to_owned());
-            true
-        }
-        _ => false,
-    }
-}
-
-/// Whether a token is waiting for approval.
-pub(crate) fn token_pending(st: &AppState, api_key: &str, token: &str) -> bool {
-    let tokens = lock(&st.live.tokens);
-    tokens
-        .get(token)
-        .is_some_and(|t| t.api_key == api_key && t.created + TOKEN_TTL >= st.now())
 }

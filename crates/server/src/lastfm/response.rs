@@ -4,9 +4,34 @@
 //! become members beside `"#text"`, repeated children become an array and
 //! a single child stays an object.
 
+use axum::body::Body;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
 use serde_json::{Map, Value};
 
 use crate::xml::escape_into;
+
+/// The format a call asks for: XML, or JSON (`format=json`), in a
+/// JSONP callback (`callback`) when it names one.
+#[derive(Debug, Default)]
+pub(crate) struct Fmt {
+    pub json: bool,
+    pub callback: Option<String>,
+}
+
+/// `body` (a document in the format `fmt`) as the answer, with `status`.
+pub(crate) fn respond(fmt: &Fmt, status: StatusCode, body: String) -> Response {
+    let (ctype, body) = match (&fmt.json, &fmt.callback) {
+        (true, Some(cb)) => ("text/javascript; charset=utf-8", format!("{cb}({body});")),
+        (true, None) => ("application/json; charset=utf-8", body),
+        (false, _) => ("text/xml; charset=utf-8", body),
+    };
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r
+}
 
 /// One XML element.
 #[derive(Debug, Clone, Default)]

@@ -15,13 +15,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
-use axum::response::Response;
 use serde_json::{json, Value};
 use spindle_listens::Loved;
 
-use super::{error, history_read, reply};
+use super::error::LbError;
+use super::{history_read, status_ok, Call, Reply};
 use crate::loves::{self, key, msid, Key};
 use crate::params::Params;
 use crate::state::AppState;
@@ -37,12 +36,26 @@ const HATE: &str =
     "score -1 (hate) is not supported by this server: the history records loves only; \
      use 1 to love a recording and 0 to remove the feedback";
 
+/// A failed write of the feedback: 400 for a refusal, else 503 (retry).
+fn not_stored(e: impl std::fmt::Display, refusal: bool) -> LbError {
+    if refusal {
+        LbError::bad_request(e.to_string())
+    } else {
+        LbError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("Could not store the feedback, retry: {e}"),
+        )
+    }
+}
+
+/// A read that did not finish: 500.
+fn interrupted(e: spindle_app::offload::Interrupted) -> LbError {
+    LbError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+}
+
 /// `POST /1/feedback/recording-feedback`.
-pub(super) async fn submit(State(st): State<AppState>, req: Request) -> Response {
-    let (user, doc, rate) = match super::authed_json(&st, req).await {
-        Ok(v) => v,
-        Err(answer) => return answer,
-    };
+pub(super) async fn submit(c: Call, user: String) -> Result<Reply, LbError> {
+    let doc = super::json_body(&c.st, c.req).await?;
     let text = |k: &str| {
         doc.get(k)
             .and_then(Value::as_str)
@@ -52,64 +65,54 @@ pub(super) async fn submit(State(st): State<AppState>, req: Request) -> Response
     };
     let (mbid, msid_asked) = (text("recording_mbid"), text("recording_msid"));
     if mbid.is_none() && msid_asked.is_none() {
-        return error(
-            StatusCode::BAD_REQUEST,
+        return Err(LbError::bad_request(
             "JSON document must contain either recording_msid or recording_mbid",
-            &rate,
-        );
+        ));
     }
     let loved = match doc.get("score").and_then(Value::as_i64) {
         Some(1) => true,
         Some(0) => false,
-        Some(-1) => return error(StatusCode::BAD_REQUEST, HATE, &rate),
+        Some(-1) => return Err(LbError::bad_request(HATE)),
         _ => {
-            return error(
-                StatusCode::BAD_REQUEST,
+            return Err(LbError::bad_request(
                 "Score can have a value of 1, 0 or -1.",
-                &rate,
-            )
+            ))
         }
     };
-    let st2 = st.clone();
-    let done = tokio::task::spawn_blocking(move || {
-        let track = match (&mbid, &msid_asked) {
-            (Some(m), _) => loves::track_of_mbid(&st2, &user, m),
-            (None, Some(s)) => loves::track_of_msid(&st2, &user, s),
-            (None, None) => None,
-        };
-        let track = track.or_else(|| {
-            // Both given and the MBID unknown: the MSID may still name it.
-            let s = msid_asked.as_ref().filter(|_| mbid.is_some())?;
-            loves::track_of_msid(&st2, &user, s)
-        });
-        let Some((artist, title)) = track else {
-            return Ok(false);
-        };
-        if !loved && !st2.listens.is_loved(&user, &artist, &title) {
-            return Ok(true);
-        }
-        loves::set(&st2, &user, &artist, &title, loved).map(|()| true)
-    })
-    .await;
-    match done {
-        Ok(Ok(true)) => reply(StatusCode::OK, json!({"status": "ok"}), &rate),
-        Ok(Ok(false)) => error(
-            StatusCode::BAD_REQUEST,
+    // Looks the track up in the library and the listens, and writes the
+    // love (fsynced): on the blocking pool.
+    let found =
+        c.st.call(move |st| {
+            let track = match (&mbid, &msid_asked) {
+                (Some(m), _) => loves::track_of_mbid(st, &user, m),
+                (None, Some(s)) => loves::track_of_msid(st, &user, s),
+                (None, None) => None,
+            };
+            let track = track.or_else(|| {
+                // Both given and the MBID unknown: the MSID may still name it.
+                let s = msid_asked.as_ref().filter(|_| mbid.is_some())?;
+                loves::track_of_msid(st, &user, s)
+            });
+            let Some((artist, title)) = track else {
+                return Ok(false);
+            };
+            if !loved && !st.listens.is_loved(&user, &artist, &title) {
+                return Ok(true);
+            }
+            loves::set(st, &user, &artist, &title, loved).map(|()| true)
+        })
+        .await
+        .map_err(|e| not_stored(e, false))?
+        .map_err(|e| {
+            let refusal = e.is_refusal();
+            not_stored(e, refusal)
+        })?;
+    if !found {
+        return Err(LbError::bad_request(
             "No track of this server's library or of your listens has this recording id.",
-            &rate,
-        ),
-        Ok(Err(e)) if e.is_refusal() => error(StatusCode::BAD_REQUEST, &e.to_string(), &rate),
-        Ok(Err(e)) => error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!("Could not store the feedback, retry: {e}"),
-            &rate,
-        ),
-        Err(e) => error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!("Could not store the feedback, retry: {e}"),
-            &rate,
-        ),
+        ));
     }
+    Ok(status_ok())
 }
 
 /// One feedback item as ListenBrainz shows it.
@@ -143,25 +146,17 @@ fn mbids(st: &AppState, user: &str, loved: &[Loved]) -> HashMap<Key, String> {
 
 /// `GET /1/feedback/user/NAME/get-feedback`: the user's loves, most
 /// recent first.
-pub(super) async fn get(
-    State(st): State<AppState>,
-    Path(name): Path<String>,
-    req: Request,
-) -> Response {
-    let rate = match history_read(&st, &req, &name) {
-        Ok(rate) => rate,
-        Err(refused) => return refused,
-    };
-    let q = Params::parse(req.uri().query(), b"");
+pub(super) async fn get(c: Call) -> Result<Reply, LbError> {
+    let name = c.param("name");
+    history_read(&c, &name)?;
+    let q = Params::parse(c.req.uri().query(), b"");
     let num = |k: &str, default: i64| q.nonempty(k).map_or(Ok(default), str::parse::<i64>);
     let (score, count, offset) = match (num("score", 1), num("count", 100), num("offset", 0)) {
         (Ok(s), Ok(c), Ok(o)) if matches!(s, 1 | -1) && c >= 0 && o >= 0 => (s, c, o),
         _ => {
-            return error(
-                StatusCode::BAD_REQUEST,
+            return Err(LbError::bad_request(
                 "score must be 1 or -1; count and offset must be integers of at least 0.",
-                &rate,
-            )
+            ))
         }
     };
     let metadata = q
@@ -171,48 +166,42 @@ pub(super) async fn get(
         (count as usize).min(MAX_FEEDBACK_ITEMS),
         usize::try_from(offset).unwrap_or(usize::MAX),
     );
-    let st2 = st.clone();
-    let done = tokio::task::spawn_blocking(move || {
-        // Hate is never recorded: score -1 has nothing.
-        let all = if score == 1 {
-            st2.listens.loved(&name)
-        } else {
-            Vec::new()
-        };
-        let total = all.len();
-        let page: Vec<Loved> = all.into_iter().skip(offset).take(count).collect();
-        let mbids = mbids(&st2, &name, &page);
-        let items: Vec<Value> = page
-            .iter()
-            .map(|l| item(&name, l, mbids.get(&key(&l.artist, &l.title)), metadata))
-            .collect();
-        json!({
-            "feedback": items,
-            "count": items.len(),
-            "offset": offset,
-            "total_count": total,
+    // The MBIDs come from the library and the listens: a walk, on the
+    // blocking pool.
+    let doc =
+        c.st.call(move |st| {
+            // Hate is never recorded: score -1 has nothing.
+            let all = if score == 1 {
+                st.listens.loved(&name)
+            } else {
+                Vec::new()
+            };
+            let total = all.len();
+            let page: Vec<Loved> = all.into_iter().skip(offset).take(count).collect();
+            let mbids = mbids(st, &name, &page);
+            let items: Vec<Value> = page
+                .iter()
+                .map(|l| item(&name, l, mbids.get(&key(&l.artist, &l.title)), metadata))
+                .collect();
+            json!({
+                "feedback": items,
+                "count": items.len(),
+                "offset": offset,
+                "total_count": total,
+            })
         })
-    })
-    .await;
-    match done {
-        Ok(v) => reply(StatusCode::OK, v, &rate),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), &rate),
-    }
+        .await
+        .map_err(interrupted)?;
+    Ok(Reply::Json(doc))
 }
 
 /// `GET /1/feedback/user/NAME/get-feedback-for-recordings`: the user's
 /// feedback on each recording asked for (`recording_mbids`,
 /// `recording_msids`, comma-separated): score 1 when loved, else 0.
-pub(super) async fn for_recordings(
-    State(st): State<AppState>,
-    Path(name): Path<String>,
-    req: Request,
-) -> Response {
-    let rate = match history_read(&st, &req, &name) {
-        Ok(rate) => rate,
-        Err(refused) => return refused,
-    };
-    let q = Params::parse(req.uri().query(), b"");
+pub(super) async fn for_recordings(c: Call) -> Result<Reply, LbError> {
+    let name = c.param("name");
+    history_read(&c, &name)?;
+    let q = Params::parse(c.req.uri().query(), b"");
     let list = |k: &str| -> Vec<String> {
         q.nonempty(k)
             .map(|v| {
@@ -225,53 +214,47 @@ pub(super) async fn for_recordings(
     };
     let (mbids_asked, msids_asked) = (list("recording_mbids"), list("recording_msids"));
     if mbids_asked.is_empty() && msids_asked.is_empty() {
-        return error(
-            StatusCode::BAD_REQUEST,
+        return Err(LbError::bad_request(
             "recording_msids or recording_mbids must be given.",
-            &rate,
-        );
+        ));
     }
     if mbids_asked.len() + msids_asked.len() > MAX_RECORDINGS_ASKED {
-        return error(
-            StatusCode::BAD_REQUEST,
-            &format!("At most {MAX_RECORDINGS_ASKED} recordings at once."),
-            &rate,
-        );
+        return Err(LbError::bad_request(format!(
+            "At most {MAX_RECORDINGS_ASKED} recordings at once."
+        )));
     }
-    let st2 = st.clone();
-    let done = tokio::task::spawn_blocking(move || {
-        let loved = st2.listens.loved(&name);
-        let mbids = mbids(&st2, &name, &loved);
-        let mut by_mbid: HashMap<String, &Loved> = HashMap::new();
-        let mut by_msid: HashMap<String, &Loved> = HashMap::new();
-        for l in &loved {
-            if let Some(m) = mbids.get(&key(&l.artist, &l.title)) {
-                by_mbid.entry(m.to_ascii_lowercase()).or_insert(l);
+    let doc =
+        c.st.call(move |st| {
+            let loved = st.listens.loved(&name);
+            let mbids = mbids(st, &name, &loved);
+            let mut by_mbid: HashMap<String, &Loved> = HashMap::new();
+            let mut by_msid: HashMap<String, &Loved> = HashMap::new();
+            for l in &loved {
+                if let Some(m) = mbids.get(&key(&l.artist, &l.title)) {
+                    by_mbid.entry(m.to_ascii_lowercase()).or_insert(l);
+                }
+                by_msid.insert(msid(&l.artist, &l.title), l);
             }
-            by_msid.insert(msid(&l.artist, &l.title), l);
-        }
-        let one = |mbid: Option<&str>, msid: Option<&str>, hit: Option<&&Loved>| {
-            json!({
-                "created": hit.map(|l| l.timestamp),
-                "recording_mbid": mbid,
-                "recording_msid": msid,
-                "score": i32::from(hit.is_some()),
-                "user_id": name,
-                "track_metadata": null,
-            })
-        };
-        let mut items: Vec<Value> = Vec::new();
-        for m in &mbids_asked {
-            items.push(one(Some(m), None, by_mbid.get(m)));
-        }
-        for s in &msids_asked {
-            items.push(one(None, Some(s), by_msid.get(s)));
-        }
-        json!({ "feedback": items })
-    })
-    .await;
-    match done {
-        Ok(v) => reply(StatusCode::OK, v, &rate),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), &rate),
-    }
+            let one = |mbid: Option<&str>, msid: Option<&str>, hit: Option<&&Loved>| {
+                json!({
+                    "created": hit.map(|l| l.timestamp),
+                    "recording_mbid": mbid,
+                    "recording_msid": msid,
+                    "score": i32::from(hit.is_some()),
+                    "user_id": name,
+                    "track_metadata": null,
+                })
+            };
+            let mut items: Vec<Value> = Vec::new();
+            for m in &mbids_asked {
+                items.push(one(Some(m), None, by_mbid.get(m)));
+            }
+            for s in &msids_asked {
+                items.push(one(None, Some(s), by_msid.get(s)));
+            }
+            json!({ "feedback": items })
+        })
+        .await
+        .map_err(interrupted)?;
+    Ok(Reply::Json(doc))
 }

@@ -3,7 +3,10 @@
 //! ListenBrainz's limits), validate-token, a user's listens, listen count
 //! and playing-now, the user statistics (`stats.rs`) and recording
 //! feedback, a user's loves (`feedback.rs`). Every response carries
-//! `X-RateLimit-*` headers.
+//! `X-RateLimit-*` headers. The endpoints are the rows of
+//! `methods::TABLE`, which also runs them: the rate limit, the token
+//! where one is required, the handler, and an error as ListenBrainz's
+//! document (`error::LbError`).
 //!
 //! A user's listens, listen count, playing-now and statistics are private unless the
 //! user made them public (`spindle user privacy NAME public`, or the web
@@ -11,24 +14,27 @@
 //! Anyone else gets 401 with [`PRIVATE`], the same answer as for a user
 //! that does not exist, so user names cannot be told apart.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
-use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
 use spindle_listens::{Listen, Page, RecentQuery};
 
-use crate::auth_guard::{http_refusal, Denied};
+use crate::auth_guard::Denied;
 use crate::music::history_readable;
 use crate::params::Params;
 use crate::scrobble;
 use crate::state::{AppState, RateInfo};
+use error::LbError;
 
+mod error;
 mod feedback;
+pub mod methods;
 mod range;
 mod stats;
 
@@ -39,20 +45,53 @@ pub const MAX_LISTEN_SIZE: usize = 10_240;
 /// Most listens one GET returns.
 pub const MAX_ITEMS_PER_GET: usize = 1000;
 
+/// Every endpoint of the table (`methods::TABLE`).
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/1/submit-listens", post(submit))
-        .route("/1/validate-token", get(validate))
-        .route("/1/user/{name}/listens", get(listens))
-        .route("/1/user/{name}/playing-now", get(playing_now))
-        .route("/1/user/{name}/listen-count", get(listen_count))
-        .route("/1/stats/user/{name}/{stat}", get(stats::user_stat))
-        .route("/1/feedback/recording-feedback", post(feedback::submit))
-        .route("/1/feedback/user/{name}/get-feedback", get(feedback::get))
-        .route(
-            "/1/feedback/user/{name}/get-feedback-for-recordings",
-            get(feedback::for_recordings),
-        )
+    methods::router()
+}
+
+/// What a handler gets ([`methods::dispatch`]): the state, the request
+/// and the route's path parameters.
+pub(crate) struct Call {
+    pub st: AppState,
+    pub req: Request,
+    params: HashMap<String, String>,
+}
+
+impl Call {
+    /// The path parameter `name` of the route (`{name}`), percent-decoded.
+    fn param(&self, name: &str) -> String {
+        self.params.get(name).cloned().unwrap_or_default()
+    }
+}
+
+/// A handler's answer, 200 unless said.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// This JSON document.
+    Json(Value),
+    /// `204 No Content`: no body, no `Content-Type`.
+    NoContent,
+}
+
+impl Reply {
+    /// The answer, with the rate-limit headers of `rate`.
+    fn render(self, rate: &RateInfo) -> Response {
+        match self {
+            Reply::Json(v) => reply(StatusCode::OK, v, rate),
+            Reply::NoContent => {
+                let mut r = reply(StatusCode::NO_CONTENT, Value::Null, rate);
+                *r.body_mut() = Body::empty();
+                r.headers_mut().remove(header::CONTENT_TYPE);
+                r
+            }
+        }
+    }
+}
+
+/// `{"status": "ok"}`, the answer to a write.
+fn status_ok() -> Reply {
+    Reply::Json(json!({"status": "ok"}))
 }
 
 fn reply(status: StatusCode, body: Value, rate: &RateInfo) -> Response {
@@ -74,14 +113,6 @@ fn reply(status: StatusCode, body: Value, rate: &RateInfo) -> Response {
         }
     }
     r
-}
-
-fn error(status: StatusCode, msg: &str, rate: &RateInfo) -> Response {
-    reply(
-        status,
-        json!({ "code": status.as_u16(), "error": msg }),
-        rate,
-    )
 }
 
 fn rate_of(st: &AppState, req: &Request) -> RateInfo {
@@ -107,7 +138,7 @@ const VIA: &str = "listenbrainz";
 
 /// Whose token `tok` is, through the guard: a wrong token counts as a
 /// failed login of the client's address; `Err` for an address that must
-/// wait, whose token is not checked ([`refused`] answers it).
+/// wait, whose token is not checked.
 fn token_owner(st: &AppState, req: &Request, tok: &str) -> Result<Option<String>, Denied> {
     let ip = crate::auth_guard::client_ip(req.extensions());
     match st
@@ -120,9 +151,19 @@ fn token_owner(st: &AppState, req: &Request, tok: &str) -> Result<Option<String>
     }
 }
 
-/// A guard's refusal: 429 with `Retry-After`.
-fn refused(d: Denied, rate: &RateInfo) -> Response {
-    http_refusal(d, "", |status, msg| error(status, msg, rate))
+/// The user of the token in the `Authorization` header, for an endpoint
+/// that needs one ([`methods::Auth::Token`]).
+fn token_user(st: &AppState, req: &Request) -> Result<String, LbError> {
+    let tok = header_token(req.headers()).ok_or_else(no_token)?;
+    token_owner(st, req, &tok)?.ok_or_else(no_token)
+}
+
+/// The 401 of an endpoint that needs a token, without a valid one.
+fn no_token() -> LbError {
+    LbError::new(
+        StatusCode::UNAUTHORIZED,
+        "You need to provide a valid Authorization header.",
+    )
 }
 
 /// The 401 message of a history read the caller may not make, for a
@@ -144,50 +185,29 @@ fn may_read(st: &AppState, req: &Request, name: &str) -> bool {
     history_readable(&st.accounts, Some(&st.music), name, viewer.as_deref())
 }
 
-/// The checks of every read of `name`'s history: the rate limit, then
-/// [`may_read`]; the refusal as the answer to send.
-#[allow(
-    clippy::result_large_err,
-    reason = "the refusal is the answer, sent at once by the caller"
-)]
-fn history_read(st: &AppState, req: &Request, name: &str) -> Result<RateInfo, Response> {
-    let rate = rate_of(st, req);
-    if !rate.allowed {
-        return Err(error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate));
+/// The check of every read of `name`'s history ([`methods::Auth::MaybeToken`]):
+/// [`may_read`], else 401 with [`PRIVATE`].
+fn history_read(c: &Call, name: &str) -> Result<(), LbError> {
+    if may_read(&c.st, &c.req, name) {
+        Ok(())
+    } else {
+        Err(LbError::new(StatusCode::UNAUTHORIZED, PRIVATE))
     }
-    if !may_read(st, req, name) {
-        return Err(error(StatusCode::UNAUTHORIZED, PRIVATE, &rate));
-    }
-    Ok(rate)
 }
 
-async fn validate(State(st): State<AppState>, req: Request) -> Response {
-    let rate = rate_of(&st, &req);
-    if !rate.allowed {
-        return error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate);
-    }
-    let q = Params::parse(req.uri().query(), b"");
-    let Some(tok) = header_token(req.headers()).or_else(|| q.get("token").map(str::to_owned))
-    else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "You need to provide an Authorization token.",
-            &rate,
-        );
-    };
-    match token_owner(&st, &req, &tok) {
-        Err(d) => refused(d, &rate),
-        Ok(Some(user)) => reply(
-            StatusCode::OK,
-            json!({"code": 200, "message": "Token valid.", "valid": true, "user_name": user}),
-            &rate,
-        ),
-        Ok(None) => reply(
-            StatusCode::OK,
-            json!({"code": 200, "message": "Token invalid.", "valid": false}),
-            &rate,
-        ),
-    }
+/// `GET /1/validate-token`: whether the token (header or `token`
+/// parameter) is valid, and whose.
+async fn validate(c: Call) -> Result<Reply, LbError> {
+    let q = Params::parse(c.req.uri().query(), b"");
+    let tok = header_token(c.req.headers())
+        .or_else(|| q.get("token").map(str::to_owned))
+        .ok_or_else(|| LbError::bad_request("You need to provide an Authorization token."))?;
+    Ok(Reply::Json(match token_owner(&c.st, &c.req, &tok)? {
+        Some(user) => {
+            json!({"code": 200, "message": "Token valid.", "valid": true, "user_name": user})
+        }
+        None => json!({"code": 200, "message": "Token invalid.", "valid": false}),
+    }))
 }
 
 /// One listen of a submission, checked the way ListenBrainz does.
@@ -238,98 +258,51 @@ fn parse_listen(v: &Value, user: &str, listen_type: &str) -> Result<Listen, Stri
     Ok(l)
 }
 
-/// A token-authenticated JSON POST: the rate limit, the token (checked
-/// before the body is read, so a client without one is answered before
-/// it has sent its body), the body within `[limits] max_body`, and
-/// its JSON (parsed whatever the Content-Type says: liblistenbrainz sends
-/// none). Either the user, the document and the rate, or the answer.
-pub(super) async fn authed_json(
-    st: &AppState,
-    req: Request,
-) -> Result<(String, Value, RateInfo), Response> {
-    let rate = rate_of(st, &req);
-    if !rate.allowed {
-        return Err(error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate));
-    }
-    let owner = match header_token(req.headers()) {
-        Some(t) => token_owner(st, &req, &t),
-        None => Ok(None),
-    };
-    let user = match owner {
-        Ok(Some(user)) => user,
-        Ok(None) => {
-            return Err(error(
-                StatusCode::UNAUTHORIZED,
-                "You need to provide a valid Authorization header.",
-                &rate,
-            ))
-        }
-        Err(d) => return Err(refused(d, &rate)),
-    };
+/// The JSON document of a POST whose token [`methods::dispatch`] has
+/// checked (so a client without one was answered before it sent its
+/// body): the body within `[limits] max_body`, parsed whatever the
+/// Content-Type says (liblistenbrainz sends none).
+pub(super) async fn json_body(st: &AppState, req: Request) -> Result<Value, LbError> {
     let limit = st.config.max_body;
-    let body = match crate::body::read_body(req.into_body(), limit, &st.bodies).await {
-        Ok(b) => b,
-        Err(e) => return Err(e.decorate(error(e.status(), &e.to_string(), &rate))),
-    };
-    match serde_json::from_slice(&body) {
-        Ok(doc) => Ok((user, doc, rate)),
-        Err(e) => Err(error(
-            StatusCode::BAD_REQUEST,
-            &format!("Cannot parse JSON document: {e}"),
-            &rate,
-        )),
-    }
+    let body = crate::body::read_body(req.into_body(), limit, &st.bodies).await?;
+    serde_json::from_slice(&body)
+        .map_err(|e| LbError::bad_request(format!("Cannot parse JSON document: {e}")))
 }
 
-async fn submit(State(st): State<AppState>, req: Request) -> Response {
-    let (user, doc, rate) = match authed_json(&st, req).await {
-        Ok(v) => v,
-        Err(answer) => return answer,
-    };
+/// `POST /1/submit-listens`: listens (`single`, `import`) or what the
+/// user is playing now (`playing_now`).
+async fn submit(c: Call, user: String) -> Result<Reply, LbError> {
+    let st = c.st;
+    let doc = json_body(&st, c.req).await?;
     let listen_type = doc.get("listen_type").and_then(Value::as_str).unwrap_or("");
     if !matches!(listen_type, "single" | "playing_now" | "import") {
-        return error(
-            StatusCode::BAD_REQUEST,
+        return Err(LbError::bad_request(
             "JSON document must have listen_type single, playing_now or import.",
-            &rate,
-        );
+        ));
     }
-    let Some(payload) = doc.get("payload").and_then(Value::as_array) else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "JSON document must contain a payload list.",
-            &rate,
-        );
-    };
+    let payload = doc
+        .get("payload")
+        .and_then(Value::as_array)
+        .ok_or_else(|| LbError::bad_request("JSON document must contain a payload list."))?;
     if payload.is_empty() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "JSON document has an empty payload.",
-            &rate,
-        );
+        return Err(LbError::bad_request("JSON document has an empty payload."));
     }
     if listen_type != "import" && payload.len() != 1 {
-        return error(
-            StatusCode::BAD_REQUEST,
-            &format!("JSON document of type {listen_type} must contain exactly one listen."),
-            &rate,
-        );
+        return Err(LbError::bad_request(format!(
+            "JSON document of type {listen_type} must contain exactly one listen."
+        )));
     }
     if payload.len() > MAX_LISTENS_PER_REQUEST {
-        return error(
-            StatusCode::BAD_REQUEST,
-            &format!("Too many listens: at most {MAX_LISTENS_PER_REQUEST} per request."),
-            &rate,
-        );
+        return Err(LbError::bad_request(format!(
+            "Too many listens: at most {MAX_LISTENS_PER_REQUEST} per request."
+        )));
     }
     let mut listens = Vec::with_capacity(payload.len());
     for (i, v) in payload.iter().enumerate() {
-        let l = match parse_listen(v, &user, listen_type) {
-            Ok(l) => l,
-            Err(m) => return error(StatusCode::BAD_REQUEST, &format!("listen {i}: {m}"), &rate),
-        };
+        let l = parse_listen(v, &user, listen_type)
+            .map_err(|m| LbError::bad_request(format!("listen {i}: {m}")))?;
         if let Err(ig) = scrobble::check(&st, &l, listen_type != "playing_now") {
-            let msg = match ig {
+            return Err(LbError::bad_request(match ig {
                 scrobble::Ignored::TooOld => format!(
                     "listen {i}: listened_at is before the earliest accepted time ({})",
                     st.config.min_timestamp
@@ -339,8 +312,7 @@ async fn submit(State(st): State<AppState>, req: Request) -> Response {
                 }
                 scrobble::Ignored::TooLong { .. } => format!("listen {i}: {}", ig.message()),
                 _ => format!("listen {i}: a field is empty or holds a NUL byte"),
-            };
-            return error(StatusCode::BAD_REQUEST, &msg, &rate);
+            }));
         }
         listens.push(l);
     }
@@ -349,17 +321,19 @@ async fn submit(State(st): State<AppState>, req: Request) -> Response {
             l.timestamp = st.now();
             st.set_now_playing(l);
         }
-    } else if let Err(e) = scrobble::store(&st, listens).await {
-        if e.is_refusal() {
-            return error(StatusCode::BAD_REQUEST, &e.to_string(), &rate);
-        }
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!("Could not store the listens, retry: {e}"),
-            &rate,
-        );
+    } else {
+        scrobble::store(&st, listens).await.map_err(|e| {
+            if e.is_refusal() {
+                LbError::bad_request(e.to_string())
+            } else {
+                LbError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("Could not store the listens, retry: {e}"),
+                )
+            }
+        })?;
     }
-    reply(StatusCode::OK, json!({"status": "ok"}), &rate)
+    Ok(status_ok())
 }
 
 fn listen_json(l: &Listen, playing_now: bool) -> Value {
@@ -404,20 +378,18 @@ fn listen_json(l: &Listen, playing_now: bool) -> Value {
     }
 }
 
-async fn listens(State(st): State<AppState>, Path(name): Path<String>, req: Request) -> Response {
-    let rate = match history_read(&st, &req, &name) {
-        Ok(rate) => rate,
-        Err(refused) => return refused,
-    };
-    let q = Params::parse(req.uri().query(), b"");
+/// `GET /1/user/NAME/listens` (`max_ts` or `min_ts`, `count`).
+async fn listens(c: Call) -> Result<Reply, LbError> {
+    let name = c.param("name");
+    history_read(&c, &name)?;
+    let st = &c.st;
+    let q = Params::parse(c.req.uri().query(), b"");
     let num = |k: &str| q.get(k).map(|v| v.parse::<i64>());
     let (max_ts, min_ts, count) = match (num("max_ts"), num("min_ts"), num("count")) {
         (Some(Err(_)), _, _) | (_, Some(Err(_)), _) | (_, _, Some(Err(_))) => {
-            return error(
-                StatusCode::BAD_REQUEST,
+            return Err(LbError::bad_request(
                 "max_ts, min_ts and count must be integers.",
-                &rate,
-            )
+            ))
         }
         (a, b, c) => (
             a.and_then(Result::ok),
@@ -426,11 +398,9 @@ async fn listens(State(st): State<AppState>, Path(name): Path<String>, req: Requ
         ),
     };
     if max_ts.is_some() && min_ts.is_some() {
-        return error(
-            StatusCode::BAD_REQUEST,
+        return Err(LbError::bad_request(
             "You may only specify max_ts or min_ts, not both.",
-            &rate,
-        );
+        ));
     }
     let count = count.unwrap_or(25).clamp(0, MAX_ITEMS_PER_GET as i64) as usize;
     // max_ts and min_ts are exclusive in ListenBrainz: nothing is after
@@ -465,56 +435,37 @@ async fn listens(State(st): State<AppState>, Path(name): Path<String>, req: Requ
     );
     let latest = all.listens.first().map_or(0, |l| l.timestamp);
     let listens: Vec<Value> = page.listens.iter().map(|l| listen_json(l, false)).collect();
-    reply(
-        StatusCode::OK,
-        json!({"payload": {
-            "count": listens.len(),
-            "user_id": name,
-            "latest_listen_ts": latest,
-            "oldest_listen_ts": st.listens.summary(&name).first_listen.unwrap_or(0),
-            "listens": listens,
-        }}),
-        &rate,
-    )
+    Ok(Reply::Json(json!({"payload": {
+        "count": listens.len(),
+        "user_id": name,
+        "latest_listen_ts": latest,
+        "oldest_listen_ts": st.listens.summary(&name).first_listen.unwrap_or(0),
+        "listens": listens,
+    }})))
 }
 
-async fn playing_now(
-    State(st): State<AppState>,
-    Path(name): Path<String>,
-    req: Request,
-) -> Response {
-    let rate = match history_read(&st, &req, &name) {
-        Ok(rate) => rate,
-        Err(refused) => return refused,
-    };
-    let np: Vec<Value> = st
-        .now_playing(&name)
-        .iter()
-        .map(|l| listen_json(l, true))
-        .collect();
-    reply(
-        StatusCode::OK,
-        json!({"payload": {
-            "count": np.len(),
-            "user_id": name,
-            "playing_now": !np.is_empty(),
-            "listens": np,
-        }}),
-        &rate,
-    )
+/// `GET /1/user/NAME/playing-now`.
+async fn playing_now(c: Call) -> Result<Reply, LbError> {
+    let name = c.param("name");
+    history_read(&c, &name)?;
+    let np: Vec<Value> =
+        c.st.now_playing(&name)
+            .iter()
+            .map(|l| listen_json(l, true))
+            .collect();
+    Ok(Reply::Json(json!({"payload": {
+        "count": np.len(),
+        "user_id": name,
+        "playing_now": !np.is_empty(),
+        "listens": np,
+    }})))
 }
 
 /// `GET /1/user/NAME/listen-count`: `{"payload": {"count": N}}`, every
 /// listen of the user's history; read as their listens are.
-async fn listen_count(
-    State(st): State<AppState>,
-    Path(name): Path<String>,
-    req: Request,
-) -> Response {
-    let rate = match history_read(&st, &req, &name) {
-        Ok(rate) => rate,
-        Err(refused) => return refused,
-    };
-    let count = st.listens.summary(&name).playcount;
-    reply(StatusCode::OK, json!({"payload": {"count": count}}), &rate)
+async fn listen_count(c: Call) -> Result<Reply, LbError> {
+    let name = c.param("name");
+    history_read(&c, &name)?;
+    let count = c.st.listens.summary(&name).playcount;
+    Ok(Reply::Json(json!({"payload": {"count": count}})))
 }

@@ -10,16 +10,15 @@
 //!
 //! The same privacy as the user's listens ([`super::may_read`]).
 
-use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
-use axum::response::Response;
 use serde_json::{json, Map, Value};
 use spindle_listens::{ChartKind, ChartQuery};
 
+use super::error::LbError;
 use super::range::{StatsRange, RANGE_NAMES};
-use super::{error, may_read, rate_of, reply, MAX_ITEMS_PER_GET, PRIVATE, TOO_MANY};
+use super::{may_read, Call, Reply, MAX_ITEMS_PER_GET, PRIVATE};
 use crate::params::Params;
-use crate::state::{AppState, RateInfo};
+use crate::state::AppState;
 
 /// Rows of a top list when `count` is not given, as listenbrainz.org.
 pub const DEFAULT_COUNT: usize = 25;
@@ -35,48 +34,35 @@ const WEEKDAYS: [&str; 7] = [
     "Sunday",
 ];
 
-/// `GET /1/stats/user/{name}/{stat}`.
-pub(super) async fn user_stat(
-    State(st): State<AppState>,
-    Path((name, stat)): Path<(String, String)>,
-    req: Request,
-) -> Response {
-    let rate = rate_of(&st, &req);
-    if !rate.allowed {
-        return error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY, &rate);
-    }
+/// `GET /1/stats/user/{name}/{stat}`. The statistic's name is checked
+/// before the caller's right to read (an unknown one is 404 for anyone).
+pub(super) async fn user_stat(c: Call) -> Result<Reply, LbError> {
+    let (name, stat) = (c.param("name"), c.param("stat"));
     let kind = match stat.as_str() {
         "artists" => Some(ChartKind::Artists),
         "releases" => Some(ChartKind::Albums),
         "recordings" => Some(ChartKind::Tracks),
         "listening-activity" | "daily-activity" => None,
         _ => {
-            return error(
+            return Err(LbError::new(
                 StatusCode::NOT_FOUND,
-                &format!("No statistic '{stat}': artists, releases, recordings, listening-activity or daily-activity."),
-                &rate,
-            )
+                format!("No statistic '{stat}': artists, releases, recordings, listening-activity or daily-activity."),
+            ))
         }
     };
-    if !may_read(&st, &req, &name) {
-        return error(StatusCode::UNAUTHORIZED, PRIVATE, &rate);
+    let st = &c.st;
+    if !may_read(st, &c.req, &name) {
+        return Err(LbError::new(StatusCode::UNAUTHORIZED, PRIVATE));
     }
-    let q = Params::parse(req.uri().query(), b"");
+    let q = Params::parse(c.req.uri().query(), b"");
     let range = match q.get("range").filter(|r| !r.is_empty()) {
         None => StatsRange::AllTime,
-        Some(r) => match StatsRange::parse(r) {
-            Some(r) => r,
-            None => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    &format!("Invalid range: {r}; use {RANGE_NAMES}."),
-                    &rate,
-                )
-            }
-        },
+        Some(r) => StatsRange::parse(r).ok_or_else(|| {
+            LbError::bad_request(format!("Invalid range: {r}; use {RANGE_NAMES}."))
+        })?,
     };
     let ask = Ask {
-        st: &st,
+        st,
         user: &name,
         range,
         now: st.now(),
@@ -85,35 +71,19 @@ pub(super) async fn user_stat(
         Some(kind) => {
             let num = |k: &str, default: usize| match q.get(k).filter(|v| !v.is_empty()) {
                 None => Ok(default),
-                Some(v) => v.parse::<usize>().map_err(|_| k.to_owned()),
+                Some(v) => v.parse::<usize>().map_err(|_| {
+                    LbError::bad_request(format!("'{k}' should be a non-negative integer"))
+                }),
             };
-            let (count, offset) = match (num("count", DEFAULT_COUNT), num("offset", 0)) {
-                (Ok(c), Ok(o)) => (c.min(MAX_ITEMS_PER_GET), o),
-                (Err(k), _) | (_, Err(k)) => {
-                    return error(
-                        StatusCode::BAD_REQUEST,
-                        &format!("'{k}' should be a non-negative integer"),
-                        &rate,
-                    )
-                }
-            };
-            ask.top(kind, count, offset)
+            let (count, offset) = (num("count", DEFAULT_COUNT)?, num("offset", 0)?);
+            ask.top(kind, count.min(MAX_ITEMS_PER_GET), offset)
         }
         None if stat == "listening-activity" => ask.listening_activity(),
         None => ask.daily_activity(),
     };
-    match payload {
-        Some(p) => reply(StatusCode::OK, json!({ "payload": p }), &rate),
-        None => no_content(&rate),
-    }
-}
-
-/// `204 No Content`: no listens in the range.
-fn no_content(rate: &RateInfo) -> Response {
-    let mut r = reply(StatusCode::NO_CONTENT, Value::Null, rate);
-    *r.body_mut() = axum::body::Body::empty();
-    r.headers_mut().remove(axum::http::header::CONTENT_TYPE);
-    r
+    // A range without listens: 204, as listenbrainz.org for stats it has
+    // not computed.
+    Ok(payload.map_or(Reply::NoContent, |p| Reply::Json(json!({ "payload": p }))))
 }
 
 /// One statistics question: whose, which range, when.
