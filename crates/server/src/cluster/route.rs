@@ -108,8 +108,6 @@ pub fn classify(method: &Method, path: &str, query: Option<&str>) -> Class {
         }
         "/as12/nowplaying" => return Class::Memory,
         "/as12/submissions" => return Class::Write,
-        "/ui/app.js" | "/ui/style.css" => return Class::Local,
-        "/ui/login" | "/ui/logout" | "/ui/api/playing" => return Class::Memory,
         _ => {}
     }
     if path.starts_with("/1/") {
@@ -122,15 +120,12 @@ pub fn classify(method: &Method, path: &str, query: Option<&str>) -> Class {
         };
     }
     if path.starts_with("/ui/") {
-        // Every web UI route but the assets needs the web session, which
-        // lives in the primary's memory; its streams and covers too.
-        return if read { Class::Memory } else { Class::Write };
+        // The web UI's route table says (crate::web::routes).
+        return crate::web::routes::class_of(method, path);
     }
-    // A share's page counts the visit; its player and streams do not.
-    if let Some(token) = path.strip_prefix("/share/") {
-        if !token.is_empty() && !token.contains('/') {
-            return Class::Write;
-        }
+    if path.starts_with("/share/") {
+        // The share links' route table says (crate::share).
+        return crate::share::class_of(path);
     }
     Class::Local
 }
