@@ -23,9 +23,9 @@
 //! Every route, who may call it and how a cluster serves it is a row of
 //! one table ([`routes`]), from which the router and the cluster's
 //! routing of `/ui/` paths are read. Handlers end in `?`: what they
-//! answer when they fail is a [`WebError`] (`error.rs`), and what may
+//! answer when they fail is a `WebError` (`error.rs`), and what may
 //! block (an fsyncing write, a walk of the catalog) goes through the
-//! state's blocking facade, [`AppState::call`]. The web UI's own state
+//! state's blocking facade, `AppState::call`. The web UI's own state
 //! (sessions, the first-run code) is one [`WebState`], a field of the
 //! server's state.
 

@@ -6,7 +6,7 @@
 //! links ([`crate::share`]) have a table of the same [`Route`]s.
 //!
 //! The auth rule is what the handler's extractors enforce
-//! ([`super::extract`]); the table states it, and its tests check that
+//! (`extract.rs`); the table states it, and its tests check that
 //! the two agree.
 
 use axum::http::Method;
@@ -63,7 +63,7 @@ pub enum RoleName {
 }
 
 /// Who may call a route. Every `POST` also needs the CSRF header
-/// ([`super::csrf_ok`]), public ones included.
+/// (`csrf_ok`), public ones included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Auth {
     /// Anyone: the assets, logging in and out, the first-run setup, a
