@@ -94,7 +94,9 @@ pub(super) async fn upload(State(st): State<AppState>, _: User<Admin>, req: Requ
         return Err(WebError::not_found(format!("no user named '{user}'")));
     }
     let job = Job::new(&user, Source::File { name }, st.now());
-    let part = spool.part_path(&job.id).map_err(io_err)?;
+    // Makes the spool's folder if it is not there yet.
+    let id = job.id.clone();
+    let part = on_spool(spool.clone(), move |sp| sp.part_path(&id)).await?;
     if let Err(e) = receive(&st, req.into_body(), &part).await {
         let _ = tokio::fs::remove_file(&part).await;
         return Err(e);
