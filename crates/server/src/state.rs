@@ -19,7 +19,6 @@ use crate::accounts::Accounts;
 use crate::metrics::Metrics;
 use crate::music::Music;
 use crate::stream::Reader;
-use crate::web::Sessions;
 pub use spindle_app::clock::{Clock, ManualClock, SystemClock};
 pub use spindle_app::{App, CoreConfig, NowPlaying};
 
@@ -157,10 +156,8 @@ pub struct StateParts {
     /// How streams read files, with the files open for them
     /// ([`AppState::with_reader`]; tokio's reads by default).
     pub(crate) reader: Arc<Reader>,
-    /// Logged-in web UI browsers.
-    pub(crate) sessions: Arc<Sessions>,
-    /// The first-run setup code, while no user exists (`web::setup`).
-    pub(crate) first_run: Arc<crate::web::FirstRun>,
+    /// The web UI's own: its sessions and the first-run setup code.
+    pub(crate) web: Arc<crate::web::WebState>,
     /// The counters of `/metrics`.
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) live: Arc<Live>,
@@ -250,7 +247,7 @@ impl AppState {
             &config.auth,
             clock.clone(),
         ));
-        let first_run = Arc::new(crate::web::FirstRun::new(&accounts));
+        let web = Arc::new(crate::web::WebState::new(&accounts));
         let transcoder = Arc::new(crate::transcode::Transcoder::new(config.transcode.clone()));
         let forward = Arc::new(crate::forward::Forward::off());
         let mut app = App::new(db, accounts, listens, config.core.clone(), clock);
@@ -259,8 +256,7 @@ impl AppState {
             app: Arc::new(app),
             config: Arc::new(config),
             reader: Arc::new(Reader::default()),
-            sessions: Arc::default(),
-            first_run,
+            web,
             metrics: Arc::default(),
             live: Arc::new(Live::default()),
             lastfm: Arc::default(),

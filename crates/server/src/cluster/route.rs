@@ -83,7 +83,6 @@ pub fn is_write(method: &Method, path: &str, query: Option<&str>) -> bool {
 
 /// See [`is_write`]; this says which kind.
 pub fn classify(method: &Method, path: &str, query: Option<&str>) -> Class {
-    let read = *method == Method::GET || *method == Method::HEAD;
     if let Some(name) = path.strip_prefix("/rest/") {
         let name = name.strip_suffix(".view").unwrap_or(name);
         // The adapter's method table says (crate::subsonic::methods).
@@ -95,25 +94,17 @@ pub fn classify(method: &Method, path: &str, query: Option<&str>) -> Class {
     if let Some(class) = crate::lastfm::routes::class_of(method, path, query) {
         return class;
     }
-    match path {
-        "/ui/app.js" | "/ui/style.css" => return Class::Local,
-        "/ui/login" | "/ui/logout" | "/ui/api/playing" => return Class::Memory,
-        _ => {}
-    }
     if path.starts_with("/1/") {
         // The adapter's endpoint table says (crate::listenbrainz::methods).
         return crate::listenbrainz::methods::class_of(method, path);
     }
     if path.starts_with("/ui/") {
-        // Every web UI route but the assets needs the web session, which
-        // lives in the primary's memory; its streams and covers too.
-        return if read { Class::Memory } else { Class::Write };
+        // The web UI's route table says (crate::web::routes).
+        return crate::web::routes::class_of(method, path);
     }
-    // A share's page counts the visit; its player and streams do not.
-    if let Some(token) = path.strip_prefix("/share/") {
-        if !token.is_empty() && !token.contains('/') {
-            return Class::Write;
-        }
+    if path.starts_with("/share/") {
+        // The share links' route table says (crate::share).
+        return crate::share::class_of(path);
     }
     Class::Local
 }

@@ -1,5 +1,6 @@
 //! A cover as an HTTP answer, for every API that sends one: the lookup,
-//! the 304 and a cover that needs no resize on a blocking thread, a
+//! the 304 and a cover that needs no resize through the state's blocking
+//! facade ([`AppState::call`]), a
 //! resize on the covers' own pool ([`super::Covers::make`]), then the
 //! body with its validators
 //! through [`crate::stream::conditional`] (so covers answer ranges and
@@ -30,21 +31,21 @@ pub(crate) async fn answer(
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let st2 = st.clone();
-    let (etag, found) = tokio::task::spawn_blocking(move || {
-        let cat = st2.music.catalog(&st2.db);
-        let l = st2.covers.lookup(&st2.music, &cat, &id, size)?;
-        let v = validators(l.etag());
-        if if_none_match.is_some_and(|inm| v.none_match(&inm)) {
-            return Ok::<_, CoverError>((v.etag, Found::NotModified));
-        }
-        Ok(match st2.covers.ready(&l)? {
-            Some(cover) => (v.etag, Found::Ready(cover)),
-            None => (v.etag, Found::ToMake(l)),
+    let (etag, found) = st
+        .call(move |st| {
+            let cat = st.music.catalog(&st.db);
+            let l = st.covers.lookup(&st.music, &cat, &id, size)?;
+            let v = validators(l.etag());
+            if if_none_match.is_some_and(|inm| v.none_match(&inm)) {
+                return Ok::<_, CoverError>((v.etag, Found::NotModified));
+            }
+            Ok(match st.covers.ready(&l)? {
+                Some(cover) => (v.etag, Found::Ready(cover)),
+                None => (v.etag, Found::ToMake(l)),
+            })
         })
-    })
-    .await
-    .map_err(|_| CoverError::Task)??;
+        .await
+        .map_err(|_| CoverError::Task)??;
     let v = validators(etag);
     Ok(match found {
         Found::NotModified => not_modified(&v),

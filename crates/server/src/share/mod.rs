@@ -20,17 +20,38 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::on;
 use axum::Router;
 
+use crate::cluster::route::Class::{self, Local, Write};
 use crate::state::AppState;
 use crate::userdata::Share;
+use crate::web::routes::{self, row, Auth::Public, Route, Verb::Get};
 
+/// Every route of a share link, one row each (see
+/// [`crate::web::routes`]): all public. The page is a write, because a
+/// visit counts (the share's `visitCount`, shipped by the primary); its
+/// script and its streams any node answers.
+#[rustfmt::skip]
+pub static TABLE: &[Route] = &[
+    row(Get, "/share/{token}", Public, Write, |m| on(m, show)),
+    row(Get, "/share/{token}/player.js", Public, Local, |m| on(m, script)),
+    row(Get, "/share/{token}/stream/{song}", Public, Local, |m| on(m, stream)),
+];
+
+/// The share links' router: every row of [`TABLE`].
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/share/{token}", get(show))
-        .route("/share/{token}/player.js", get(script))
-        .route("/share/{token}/stream/{song}", get(stream))
+    routes::router_of(TABLE)
+}
+
+/// How a cluster serves a request under `/share/`: as its route says,
+/// whatever its method (a visit counts however it comes); a path of no
+/// route (a 404 any node gives) is local.
+pub fn class_of(path: &str) -> Class {
+    TABLE
+        .iter()
+        .find(|r| routes::matches(r.path, path))
+        .map_or(Local, |r| r.class)
 }
 
 /// The public URL of a share: [`crate::Config::public_url`], else
@@ -88,22 +109,22 @@ fn gone() -> Response {
 }
 
 async fn show(State(st): State<AppState>, Path(token): Path<String>) -> Response {
-    let st2 = st.clone();
-    let html = tokio::task::spawn_blocking(move || {
-        let mut share = st2.music.userdata.visit_share(&token, st2.now())?;
-        let cat = st2.music.catalog(&st2.db);
-        // Only what plays: what its owner may still see.
-        let access = crate::subsonic::access::Access::of(&st2, &share.owner);
-        if !access.is_everything() {
-            share
-                .songs
-                .retain(|&e| cat.song_by_entry(e).is_some_and(|s| access.sees_song(s)));
-        }
-        Some(page::render(&token, &share, &cat))
-    })
-    .await
-    .ok()
-    .flatten();
+    let html = st
+        .call(move |st| {
+            let mut share = st.music.userdata.visit_share(&token, st.now())?;
+            let cat = st.music.catalog(&st.db);
+            // Only what plays: what its owner may still see.
+            let access = crate::subsonic::access::Access::of(st, &share.owner);
+            if !access.is_everything() {
+                share
+                    .songs
+                    .retain(|&e| cat.song_by_entry(e).is_some_and(|s| access.sees_song(s)));
+            }
+            Some(page::render(&token, &share, &cat))
+        })
+        .await
+        .ok()
+        .flatten();
     match html {
         Some(html) => respond(StatusCode::OK, html, "text/html; charset=utf-8"),
         None => gone(),

@@ -113,3 +113,41 @@ async fn sharing_needs_the_share_role_and_changing_a_share_its_owner() {
         0
     );
 }
+
+#[test]
+fn a_share_is_classed_by_its_route_whatever_the_method() {
+    use crate::cluster::route::{classify, Class};
+    use axum::http::Method;
+    for (path, want) in [
+        ("/share/abc", Class::Write),
+        ("/share/abc/player.js", Class::Local),
+        ("/share/abc/stream/4", Class::Local),
+        // No route: a 404 any node gives.
+        ("/share/", Class::Local),
+        ("/share/abc/", Class::Local),
+        ("/share/abc/other", Class::Local),
+    ] {
+        for m in [Method::GET, Method::HEAD, Method::POST] {
+            assert_eq!(classify(&m, path, None), want, "{m} {path}");
+        }
+    }
+    for r in super::TABLE {
+        assert_eq!(r.auth, crate::web::routes::Auth::Public, "{}", r.path);
+        let p = r.path.replace("{token}", "t").replace("{song}", "1");
+        assert_eq!(super::class_of(&p), r.class, "{p}");
+    }
+}
+
+#[tokio::test]
+async fn the_share_router_serves_every_row_to_anyone() {
+    let k = Kit::new();
+    let token = shared(&k, None).await;
+    for r in super::TABLE {
+        let p = r
+            .path
+            .replace("{token}", &token)
+            .replace("{song}", &k.songs[0]);
+        let (status, _, _) = k.get(&p).await;
+        assert_eq!(status, StatusCode::OK, "{p}");
+    }
+}

@@ -6,7 +6,7 @@
 //! the web player's own reports.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use spindle_listens::{Listen, RecentQuery};
 
 use super::extract::{SmallJson, User};
-use super::{err, with_catalog};
+use super::{with_catalog, WebError, WebResult};
 use crate::state::AppState;
 
 fn listen_json(l: &Listen) -> Value {
@@ -26,7 +26,7 @@ fn listen_json(l: &Listen) -> Value {
 
 /// The user's 20 latest listens, how many there are, and how many since
 /// the start of the user's today (`today`).
-pub(super) async fn recent(State(st): State<AppState>, h: HeaderMap) -> Response {
+pub(super) async fn recent(State(st): State<AppState>, h: HeaderMap) -> WebResult {
     with_catalog(st, &h, |st, _, user| {
         let q = RecentQuery {
             limit: 20,
@@ -44,7 +44,7 @@ pub(super) async fn recent(State(st): State<AppState>, h: HeaderMap) -> Response
             ..Default::default()
         };
         let today = st.listens.recent(user, &today).total;
-        Json(json!({ "listens": items, "total": page.total, "today": today })).into_response()
+        Ok(Json(json!({ "listens": items, "total": page.total, "today": today })).into_response())
     })
     .await
 }
@@ -74,46 +74,43 @@ pub(super) async fn playing(
     State(st): State<AppState>,
     User(user, _): User,
     SmallJson(p): SmallJson<Playing>,
-) -> Response {
+) -> WebResult {
     let now = st.now();
-    let (st2, u2) = (st.clone(), user.clone());
-    let listen = tokio::task::spawn_blocking(move || {
-        let cat = st2.music.catalog(&st2.db);
-        // A song outside the user's music folders is as unknown as a
-        // missing one.
-        let s = cat
-            .song(&p.id.to_string())
-            .filter(|s| super::library::may_see(&st2, &u2, s))?;
-        let mut l = Listen::new(&u2, p.at.unwrap_or(now), &s.artist, &s.title);
-        l.album = s.album.clone();
-        l.album_artist = s.album_artist.clone();
-        l.duration = s.duration.and_then(|d| u32::try_from(d).ok());
-        l.track_number = s.track.and_then(|t| u32::try_from(t).ok());
-        l.client = super::WEB_CLIENT.to_owned();
-        Some(l)
-    })
-    .await
-    .ok()
-    .flatten();
-    let Some(listen) = listen else {
-        return err(StatusCode::NOT_FOUND, "no such song");
-    };
+    let listen = st
+        .call(move |st| {
+            let cat = st.music.catalog(&st.db);
+            // A song outside the user's music folders is as unknown as a
+            // missing one.
+            let s = cat
+                .song(&p.id.to_string())
+                .filter(|s| super::library::may_see(st, &user, s))?;
+            let mut l = Listen::new(&user, p.at.unwrap_or(now), &s.artist, &s.title);
+            l.album = s.album.clone();
+            l.album_artist = s.album_artist.clone();
+            l.duration = s.duration.and_then(|d| u32::try_from(d).ok());
+            l.track_number = s.track.and_then(|t| u32::try_from(t).ok());
+            l.client = super::WEB_CLIENT.to_owned();
+            Some(l)
+        })
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| WebError::not_found("no such song"))?;
     if !p.scrobble {
         st.set_now_playing_song(listen, p.id);
-        return Json(json!({ "now_playing": true })).into_response();
+        return Ok(Json(json!({ "now_playing": true })).into_response());
     }
-    if let Err(why) = crate::scrobble::check(&st, &listen, true) {
-        return err(StatusCode::BAD_REQUEST, why.message());
-    }
-    match crate::scrobble::store_songs(&st, vec![(listen, Some(p.id))]).await {
-        Ok(out) => {
-            Json(json!({ "accepted": out.first() == Some(&spindle_listens::Submitted::Accepted) }))
-                .into_response()
-        }
-        Err(e) if e.is_refusal() => err(StatusCode::BAD_REQUEST, &e.to_string()),
-        Err(e) => err(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("could not record the listen: {e}"),
-        ),
-    }
+    crate::scrobble::check(&st, &listen, true)
+        .map_err(|why| WebError::bad_request(why.message()))?;
+    let out = crate::scrobble::store_songs(&st, vec![(listen, Some(p.id))])
+        .await
+        .map_err(|e| {
+            if e.is_refusal() {
+                WebError::bad_request(e.to_string())
+            } else {
+                WebError::internal(format!("could not record the listen: {e}"))
+            }
+        })?;
+    let accepted = out.first() == Some(&spindle_listens::Submitted::Accepted);
+    Ok(Json(json!({ "accepted": accepted })).into_response())
 }

@@ -8,21 +8,15 @@
 //! needs the CSRF header. Secrets never leave: a web session, session key
 //! or API key is named by its handle or id.
 
-#![allow(
-    clippy::result_large_err,
-    reason = "the error is the axum Response sent straight back; boxing it buys nothing once per request"
-)]
-
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::err;
 use super::extract::{Admin, SmallJson, User};
+use super::{WebError, WebResult};
 use crate::accounts::{handle, AccountError, Profile, Roles, DEFAULT_TIME_ZONE};
 use crate::state::AppState;
 
@@ -44,22 +38,7 @@ pub const ADMIN_ROUTES: &[(&str, &str)] = &[
     ("POST", "/ui/api/admin/apikeys/delete"),
 ];
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/ui/api/admin/users", get(users).post(add_user))
-        .route("/ui/api/admin/user/{name}", post(set_profile))
-        .route("/ui/api/admin/user/{name}/password", post(set_password))
-        .route("/ui/api/admin/user/{name}/delete", post(delete_user))
-        .route("/ui/api/admin/user/{name}/token", post(reset_token))
-        .route("/ui/api/admin/folders", get(folders))
-        .route("/ui/api/admin/scan", get(scan_status).post(start_scan))
-        .route("/ui/api/admin/sessions", get(sessions))
-        .route("/ui/api/admin/sessions/revoke", post(revoke))
-        .route("/ui/api/admin/apikeys", get(api_keys).post(add_api_key))
-        .route("/ui/api/admin/apikeys/delete", post(delete_api_key))
-}
-
-fn account_err(e: AccountError) -> Response {
+fn account_err(e: AccountError) -> WebError {
     let status = match e {
         AccountError::NoSuchUser(_) => StatusCode::NOT_FOUND,
         AccountError::UserExists(_) => StatusCode::CONFLICT,
@@ -70,7 +49,7 @@ fn account_err(e: AccountError) -> Response {
         | AccountError::Ambiguous(_) => StatusCode::BAD_REQUEST,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    err(status, &e.to_string())
+    WebError::new(status, e.to_string())
 }
 
 /// A user as the admin page shows them, with how many credentials of
@@ -80,7 +59,7 @@ fn user_json(st: &AppState, name: &str, p: &Profile) -> Value {
     json!({
         "name": name, "admin": p.roles.admin, "roles": p.roles, "folders": p.folders,
         "email": p.email, "max_bit_rate": p.max_bit_rate, "created": acc.user_created(name),
-        "web_sessions": st.sessions.list(Some(name), st.now()).len(),
+        "web_sessions": st.web.sessions.list(Some(name), st.now()).len(),
         "lastfm_sessions": acc.sessions_of(name).len(),
         "api_keys": acc.app_keys(Some(name)).len(),
         "token": acc.has_token(name),
@@ -89,7 +68,7 @@ fn user_json(st: &AppState, name: &str, p: &Profile) -> Value {
 }
 
 /// `GET /ui/api/admin/users`.
-async fn users(State(st): State<AppState>, _: User<Admin>) -> Response {
+pub(super) async fn users(State(st): State<AppState>, _: User<Admin>) -> Response {
     let list: Vec<Value> = st
         .accounts
         .list_users()
@@ -100,7 +79,7 @@ async fn users(State(st): State<AppState>, _: User<Admin>) -> Response {
 }
 
 #[derive(Deserialize)]
-struct NewUser {
+pub(super) struct NewUser {
     name: String,
     password: String,
     #[serde(default)]
@@ -108,32 +87,26 @@ struct NewUser {
 }
 
 /// `POST /ui/api/admin/users` `{"name", "password", "admin"}`.
-async fn add_user(
+pub(super) async fn add_user(
     State(st): State<AppState>,
     User(by, Admin): User<Admin>,
     SmallJson(f): SmallJson<NewUser>,
-) -> Response {
+) -> WebResult {
     let mut profile = Profile::default();
     profile.roles.admin = f.admin;
-    let st2 = st.clone();
     let name = f.name.clone();
-    let made = tokio::task::spawn_blocking(move || {
-        st2.accounts
-            .add_user_with(&f.name, &f.password, st2.now(), profile)
+    st.call(move |st| {
+        st.accounts
+            .add_user_with(&f.name, &f.password, st.now(), profile)
     })
-    .await;
-    match made {
-        Ok(Ok(())) => {
-            tracing::info!(user = %name, by = %by, "user added");
-            Json(json!({ "name": name })).into_response()
-        }
-        Ok(Err(e)) => account_err(e),
-        Err(_) => err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"),
-    }
+    .await?
+    .map_err(account_err)?;
+    tracing::info!(user = %name, by = %by, "user added");
+    Ok(Json(json!({ "name": name })).into_response())
 }
 
 #[derive(Deserialize)]
-struct ProfileForm {
+pub(super) struct ProfileForm {
     roles: Option<Roles>,
     admin: Option<bool>,
     folders: Option<Vec<u32>>,
@@ -144,15 +117,16 @@ struct ProfileForm {
 /// "timezone"?}`: the roles (every Subsonic role, or only `admin`), the
 /// granted music folders (ids from `/ui/api/admin/folders`; `[]` grants
 /// every folder) and the time zone (an IANA name; `""`: UTC).
-async fn set_profile(
+pub(super) async fn set_profile(
     State(st): State<AppState>,
     Path(name): Path<String>,
     _: User<Admin>,
     SmallJson(f): SmallJson<ProfileForm>,
-) -> Response {
-    let Some(mut p) = st.accounts.profile(&name) else {
-        return err(StatusCode::NOT_FOUND, &format!("no user named '{name}'"));
-    };
+) -> WebResult {
+    let mut p = st
+        .accounts
+        .profile(&name)
+        .ok_or_else(|| WebError::not_found(format!("no user named '{name}'")))?;
     if let Some(r) = f.roles {
         p.roles = r;
     }
@@ -162,63 +136,53 @@ async fn set_profile(
     if let Some(folders) = f.folders {
         let n = st.music.roots().len();
         if let Some(bad) = folders.iter().find(|&&id| id == 0 || id as usize > n) {
-            return err(
-                StatusCode::BAD_REQUEST,
-                &format!("no music folder {bad}: the server has {n}"),
-            );
+            return Err(WebError::bad_request(format!(
+                "no music folder {bad}: the server has {n}"
+            )));
         }
         p.folders = folders;
     }
     if let Some(tz) = f.timezone.as_deref().filter(|t| !t.trim().is_empty()) {
-        if let Err(e) = crate::accounts::parse_time_zone(tz) {
-            return account_err(e);
-        }
+        crate::accounts::parse_time_zone(tz).map_err(account_err)?;
     }
-    let saved = st
-        .accounts
-        .set_profile(&name, p)
-        .and_then(|()| match &f.timezone {
-            Some(tz) => st.accounts.set_time_zone(&name, tz),
-            None => Ok(()),
-        });
-    match saved {
-        Ok(()) => {
-            let p = st.accounts.profile(&name).unwrap_or_default();
-            Json(user_json(&st, &name, &p)).into_response()
-        }
-        Err(e) => account_err(e),
-    }
+    st.call(move |st| {
+        st.accounts
+            .set_profile(&name, p)
+            .and_then(|()| match &f.timezone {
+                Some(tz) => st.accounts.set_time_zone(&name, tz),
+                None => Ok(()),
+            })?;
+        let p = st.accounts.profile(&name).unwrap_or_default();
+        Ok(Json(user_json(st, &name, &p)).into_response())
+    })
+    .await?
+    .map_err(account_err)
 }
 
 #[derive(Deserialize)]
-struct PasswordForm {
+pub(super) struct PasswordForm {
     password: String,
 }
 
 /// `POST /ui/api/admin/user/NAME/password` `{"password"}`: a new password;
 /// the user's web sessions end (other than the administrator's own).
-async fn set_password(
+pub(super) async fn set_password(
     State(st): State<AppState>,
     Path(name): Path<String>,
     User(by, Admin): User<Admin>,
     SmallJson(f): SmallJson<PasswordForm>,
-) -> Response {
-    let (st2, n2) = (st.clone(), name.clone());
-    let done =
-        tokio::task::spawn_blocking(move || st2.accounts.set_password(&n2, &f.password)).await;
-    match done {
-        Ok(Ok(())) => {
-            let ended = if by == name {
-                0
-            } else {
-                st.sessions.revoke_user(&name)
-            };
-            tracing::info!(user = %name, by = %by, "password changed");
-            Json(json!({ "name": name, "sessions_ended": ended })).into_response()
-        }
-        Ok(Err(e)) => account_err(e),
-        Err(_) => err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"),
-    }
+) -> WebResult {
+    let n2 = name.clone();
+    st.call(move |st| st.accounts.set_password(&n2, &f.password))
+        .await?
+        .map_err(account_err)?;
+    let ended = if by == name {
+        0
+    } else {
+        st.web.sessions.revoke_user(&name)
+    };
+    tracing::info!(user = %name, by = %by, "password changed");
+    Ok(Json(json!({ "name": name, "sessions_ended": ended })).into_response())
 }
 
 impl AppState {
@@ -229,7 +193,7 @@ impl AppState {
     /// cannot be deleted ([`AccountError::LastAdmin`]). Blocking.
     pub fn delete_user_everywhere(&self, name: &str) -> Result<(), String> {
         self.accounts.delete_user(name).map_err(|e| e.to_string())?;
-        self.sessions.revoke_user(name);
+        self.web.sessions.revoke_user(name);
         self.plays.forget_user(name);
         self.music
             .userdata
@@ -241,34 +205,30 @@ impl AppState {
 
 /// `POST /ui/api/admin/user/NAME/delete`. An administrator cannot delete
 /// themselves (another one can).
-async fn delete_user(
+pub(super) async fn delete_user(
     State(st): State<AppState>,
     Path(name): Path<String>,
     User(by, Admin): User<Admin>,
-) -> Response {
+) -> WebResult {
     if by == name {
-        return err(
-            StatusCode::BAD_REQUEST,
+        return Err(WebError::bad_request(
             "you cannot delete yourself: ask another administrator",
-        );
+        ));
     }
     if !st.accounts.user_exists(&name) {
-        return err(StatusCode::NOT_FOUND, &format!("no user named '{name}'"));
+        return Err(WebError::not_found(format!("no user named '{name}'")));
     }
-    let (st2, n2) = (st.clone(), name.clone());
-    match tokio::task::spawn_blocking(move || st2.delete_user_everywhere(&n2)).await {
-        Ok(Ok(())) => {
-            tracing::info!(user = %name, by = %by, "user deleted");
-            Json(json!({ "deleted": name })).into_response()
-        }
-        Ok(Err(e)) => err(StatusCode::BAD_REQUEST, &e),
-        Err(_) => err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"),
-    }
+    let n2 = name.clone();
+    st.call(move |st| st.delete_user_everywhere(&n2))
+        .await?
+        .map_err(WebError::bad_request)?;
+    tracing::info!(user = %name, by = %by, "user deleted");
+    Ok(Json(json!({ "deleted": name })).into_response())
 }
 
 /// `GET /ui/api/admin/folders`: `{"folders": [{"id", "path"}]}`, ids as
 /// Subsonic numbers them (1-based).
-async fn folders(State(st): State<AppState>, _: User<Admin>) -> Response {
+pub(super) async fn folders(State(st): State<AppState>, _: User<Admin>) -> Response {
     let list: Vec<Value> = st
         .music
         .roots()
@@ -300,34 +260,29 @@ fn scan_json(st: &AppState) -> Response {
 }
 
 /// `GET /ui/api/admin/scan`.
-async fn scan_status(State(st): State<AppState>, _: User<Admin>) -> Response {
-    st.call(scan_json)
-        .await
-        .unwrap_or_else(|_| err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
+pub(super) async fn scan_status(State(st): State<AppState>, _: User<Admin>) -> WebResult {
+    Ok(st.call(scan_json).await?)
 }
 
 /// `POST /ui/api/admin/scan`: starts a rescan of the music folders (the
 /// one Subsonic's `startScan` runs) unless one runs.
-async fn start_scan(State(st): State<AppState>, _: User<Admin>) -> Response {
-    if let Err(e) = st
-        .scans
+pub(super) async fn start_scan(State(st): State<AppState>, _: User<Admin>) -> WebResult {
+    st.scans
         .start(st.db.clone(), st.music.clone(), st.clock.clone())
-    {
-        return err(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!("the scan did not start: {e}"),
-        );
-    }
-    st.call(scan_json)
-        .await
-        .unwrap_or_else(|_| err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
+        .map_err(|e| {
+            WebError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("the scan did not start: {e}"),
+            )
+        })?;
+    Ok(st.call(scan_json).await?)
 }
 
 /// `GET /ui/api/admin/sessions`: every live web session (its handle,
 /// user, start, last use, browser, address), every Last.fm session key
 /// (its handle, user, the API key it was issued under, start) and every
 /// OpenSubsonic API key (its id, user, app, start).
-async fn sessions(State(st): State<AppState>, _: User<Admin>) -> Response {
+pub(super) async fn sessions(State(st): State<AppState>, _: User<Admin>) -> Response {
     let lastfm: Vec<Value> = st
         .accounts
         .all_sessions()
@@ -338,7 +293,7 @@ async fn sessions(State(st): State<AppState>, _: User<Admin>) -> Response {
         })
         .collect();
     Json(json!({
-        "web": st.sessions.list(None, st.now()),
+        "web": st.web.sessions.list(None, st.now()),
         "lastfm": lastfm,
         "apps": app_keys_json(&st, None),
     }))
@@ -356,7 +311,7 @@ pub(super) fn app_keys_json(st: &AppState, user: Option<&str>) -> Vec<Value> {
 }
 
 #[derive(Deserialize)]
-struct RevokeForm {
+pub(super) struct RevokeForm {
     handle: String,
     #[serde(default)]
     kind: RevokeKind,
@@ -378,38 +333,41 @@ enum RevokeKind {
 /// `POST /ui/api/admin/sessions/revoke` `{"handle", "kind"?}`: ends a web
 /// session (`kind` `web`, the default), a Last.fm session key (`lastfm`)
 /// or an OpenSubsonic API key (`app`, `handle` being its id).
-async fn revoke(
+pub(super) async fn revoke(
     State(st): State<AppState>,
     User(by, Admin): User<Admin>,
     SmallJson(f): SmallJson<RevokeForm>,
-) -> Response {
-    let gone = || err(StatusCode::NOT_FOUND, "no such session (it may have ended)");
+) -> WebResult {
+    let gone = || WebError::not_found("no such session (it may have ended)");
     if f.kind == RevokeKind::Web {
-        return if st.sessions.revoke(&f.handle, None) {
-            Json(json!({ "revoked": f.handle })).into_response()
+        return if st.web.sessions.revoke(&f.handle, None) {
+            Ok(Json(json!({ "revoked": f.handle })).into_response())
         } else {
-            gone()
+            Err(gone())
         };
     }
-    let done = if f.kind == RevokeKind::App {
-        st.accounts.revoke_app_key(&f.handle)
-    } else {
-        st.accounts.revoke_session_key(&f.handle)
-    };
-    match done {
-        Ok(Some(_)) => {
-            tracing::info!(handle = %f.handle, by = %by, "credential revoked");
-            Json(json!({ "revoked": f.handle })).into_response()
-        }
-        Ok(None) => gone(),
-        Err(e) => account_err(e),
+    let (kind, handle) = (f.kind, f.handle.clone());
+    let done = st
+        .call(move |st| {
+            if kind == RevokeKind::App {
+                st.accounts.revoke_app_key(&handle)
+            } else {
+                st.accounts.revoke_session_key(&handle)
+            }
+        })
+        .await?
+        .map_err(account_err)?;
+    if done.is_none() {
+        return Err(gone());
     }
+    tracing::info!(handle = %f.handle, by = %by, "credential revoked");
+    Ok(Json(json!({ "revoked": f.handle })).into_response())
 }
 
 /// `GET /ui/api/admin/apikeys`: the Last.fm API keys (`keys`: `api_key`,
 /// `name`, `created`, and how many session keys were issued under each;
 /// never the secret) and the OpenSubsonic API keys (`apps`).
-async fn api_keys(State(st): State<AppState>, _: User<Admin>) -> Response {
+pub(super) async fn api_keys(State(st): State<AppState>, _: User<Admin>) -> Response {
     let sessions = st.accounts.all_sessions();
     let keys: Vec<Value> = st
         .accounts
@@ -424,62 +382,64 @@ async fn api_keys(State(st): State<AppState>, _: User<Admin>) -> Response {
 }
 
 #[derive(Deserialize)]
-struct NewKey {
+pub(super) struct NewKey {
     #[serde(default)]
     name: String,
 }
 
 /// `POST /ui/api/admin/apikeys` `{"name"}`: a Last.fm API key and secret
 /// pair (shown once).
-async fn add_api_key(
+pub(super) async fn add_api_key(
     State(st): State<AppState>,
     _: User<Admin>,
     SmallJson(f): SmallJson<NewKey>,
-) -> Response {
-    match st.accounts.add_api_key(&f.name, st.now()) {
-        Ok((key, secret)) => {
-            Json(json!({ "api_key": key, "secret": secret, "name": f.name })).into_response()
-        }
-        Err(e) => account_err(e),
-    }
+) -> WebResult {
+    let name = f.name.clone();
+    let (key, secret) = st
+        .call(move |st| st.accounts.add_api_key(&name, st.now()))
+        .await?
+        .map_err(account_err)?;
+    Ok(Json(json!({ "api_key": key, "secret": secret, "name": f.name })).into_response())
 }
 
 #[derive(Deserialize)]
-struct DeleteKey {
+pub(super) struct DeleteKey {
     api_key: String,
 }
 
 /// `POST /ui/api/admin/apikeys/delete` `{"api_key"}`: deletes a Last.fm
 /// API key; the session keys issued under it end with it.
-async fn delete_api_key(
+pub(super) async fn delete_api_key(
     State(st): State<AppState>,
     User(by, Admin): User<Admin>,
     SmallJson(f): SmallJson<DeleteKey>,
-) -> Response {
-    match st.accounts.delete_api_key(&f.api_key) {
-        Ok(true) => {
-            tracing::info!(api_key = %f.api_key, by = %by, "Last.fm API key deleted");
-            Json(json!({ "deleted": f.api_key })).into_response()
-        }
-        Ok(false) => err(StatusCode::NOT_FOUND, "no such API key"),
-        Err(e) => account_err(e),
+) -> WebResult {
+    let key = f.api_key.clone();
+    let deleted = st
+        .call(move |st| st.accounts.delete_api_key(&key))
+        .await?
+        .map_err(account_err)?;
+    if !deleted {
+        return Err(WebError::not_found("no such API key"));
     }
+    tracing::info!(api_key = %f.api_key, by = %by, "Last.fm API key deleted");
+    Ok(Json(json!({ "deleted": f.api_key })).into_response())
 }
 
 /// `POST /ui/api/admin/user/NAME/token`: a new ListenBrainz token for the
 /// user (`{"name", "token"}`, shown once here; `spindle user token NAME`
 /// prints it again). The old one stops working at once, as a ListenBrainz
 /// token, an OpenSubsonic `apiKey` and a `/metrics` bearer.
-async fn reset_token(
+pub(super) async fn reset_token(
     State(st): State<AppState>,
     Path(name): Path<String>,
     User(by, Admin): User<Admin>,
-) -> Response {
-    match st.accounts.reset_token(&name) {
-        Ok(token) => {
-            tracing::info!(user = %name, by = %by, "ListenBrainz token reset");
-            Json(json!({ "name": name, "token": token })).into_response()
-        }
-        Err(e) => account_err(e),
-    }
+) -> WebResult {
+    let n2 = name.clone();
+    let token = st
+        .call(move |st| st.accounts.reset_token(&n2))
+        .await?
+        .map_err(account_err)?;
+    tracing::info!(user = %name, by = %by, "ListenBrainz token reset");
+    Ok(Json(json!({ "name": name, "token": token })).into_response())
 }

@@ -15,14 +15,14 @@
 //! scale.
 
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use jiff::tz::TimeZone;
 use jiff::Timestamp;
 use serde::Deserialize;
 use spindle_listens::{ChartKind, ChartQuery, RecentQuery};
 
-use super::{err, with_catalog};
+use super::{with_catalog, WebError, WebResult};
 use crate::catalog::{album_id, artist_id, Catalog};
 use crate::chart_svg::{self, Ranked, Span};
 use crate::state::AppState;
@@ -97,28 +97,25 @@ pub(super) async fn chart(
     h: HeaderMap,
     Path(name): Path<String>,
     Query(q): Query<ChartQ>,
-) -> Response {
+) -> WebResult {
     let kind = match name.strip_suffix(".svg").unwrap_or(&name) {
         "listens" => None,
         "artists" => Some(ChartKind::Artists),
         "albums" => Some(ChartKind::Albums),
         "tracks" => Some(ChartKind::Tracks),
-        _ => return err(StatusCode::NOT_FOUND, "no such chart"),
+        _ => return Err(WebError::not_found("no such chart")),
     };
     with_catalog(st, &h, move |st, cat, user| {
         let now = st.now();
         let tz = st.accounts.time_zone(user);
-        let span = match period_in(&tz, &q, now) {
-            Ok(s) => s,
-            Err(e) => return err(StatusCode::BAD_REQUEST, &e.to_string()),
-        };
-        match kind {
+        let span = period_in(&tz, &q, now).map_err(|e| WebError::bad_request(e.to_string()))?;
+        Ok(match kind {
             None => svg(listens_svg(st, user, &span, now, &tz)),
             Some(kind) => {
                 let limit = q.limit.unwrap_or(10).clamp(1, 100);
                 svg(top_svg(st, cat, user, kind, &span, limit))
             }
-        }
+        })
     })
     .await
 }

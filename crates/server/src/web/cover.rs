@@ -5,11 +5,10 @@
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
 use serde::Deserialize;
 
-use super::err;
 use super::extract::User;
+use super::{err, WebError, WebResult};
 use crate::cover::CoverError;
 use crate::state::AppState;
 use crate::subsonic::access::Access;
@@ -25,37 +24,39 @@ pub(super) async fn cover(
     Path(id): Path<String>,
     Query(q): Query<CoverQ>,
     User(user, _): User,
-) -> Response {
+) -> WebResult {
     // A user granted some music folders only gets no cover of what is
     // outside them: a hidden id answers as an unknown one.
     if st.accounts.folders_of(&user).is_some() {
-        let st2 = st.clone();
-        let id2 = id.clone();
-        let user = user.clone();
-        let visible = tokio::task::spawn_blocking(move || {
-            let cat = st2.music.catalog(&st2.db);
-            Access::of(&st2, &user).sees_id(&cat, &id2)
-        })
-        .await
-        .unwrap_or(false);
+        let (id2, user) = (id.clone(), user.clone());
+        let visible = st
+            .call(move |st| {
+                let cat = st.music.catalog(&st.db);
+                Access::of(st, &user).sees_id(&cat, &id2)
+            })
+            .await
+            .unwrap_or(false);
         if !visible {
-            return err(StatusCode::NOT_FOUND, &format!("{id} not found"));
+            return Err(WebError::not_found(format!("{id} not found")));
         }
     }
     let size = q.size.filter(|&s| s > 0);
-    match crate::cover::answer(&st, id, size, &h, &user).await {
-        Ok(r) => r,
-        Err(e @ CoverError::Busy(_)) => {
+    crate::cover::answer(&st, id, size, &h, &user)
+        .await
+        .map_err(cover_err)
+}
+
+/// What the page is told when there is no cover to send.
+fn cover_err(e: CoverError) -> WebError {
+    let status = match e {
+        CoverError::Busy(_) => {
             let mut r = err(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
             crate::cover::busy_headers(&mut r);
-            r
+            return WebError::answer(r);
         }
-        Err(e @ (CoverError::NoSuchId(_) | CoverError::NotFound(_))) => {
-            err(StatusCode::NOT_FOUND, &e.to_string())
-        }
-        Err(e @ CoverError::Unusable { .. }) => {
-            err(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string())
-        }
-        Err(e) => err(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
+        CoverError::NoSuchId(_) | CoverError::NotFound(_) => StatusCode::NOT_FOUND,
+        CoverError::Unusable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    WebError::new(status, e.to_string())
 }

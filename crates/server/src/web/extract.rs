@@ -11,16 +11,15 @@
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
-use axum::response::Response;
 use serde::de::DeserializeOwned;
 
-use super::{csrf_ok, err, session_user, small_json};
+use super::{csrf_ok, session_user, small_json, WebError};
 use crate::state::AppState;
 
 /// The answer to a state-changing request without the CSRF header (or
 /// from another origin).
-fn cross_site() -> Response {
-    err(StatusCode::FORBIDDEN, "cross-site request refused")
+fn cross_site() -> WebError {
+    WebError::new(StatusCode::FORBIDDEN, "cross-site request refused")
 }
 
 /// A request that passed the CSRF check ([`csrf_ok`]): for the POSTs that
@@ -28,9 +27,9 @@ fn cross_site() -> Response {
 pub(super) struct Csrf;
 
 impl<S: Send + Sync> FromRequestParts<S> for Csrf {
-    type Rejection = Response;
+    type Rejection = WebError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Response> {
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, WebError> {
         if csrf_ok(&parts.headers) {
             Ok(Csrf)
         } else {
@@ -80,16 +79,16 @@ impl Role for Admin {
 pub(super) struct User<R: Role = Anyone>(pub String, pub R);
 
 impl<R: Role> FromRequestParts<AppState> for User<R> {
-    type Rejection = Response;
+    type Rejection = WebError;
 
-    async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, Response> {
+    async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, WebError> {
         if !parts.method.is_safe() && !csrf_ok(&parts.headers) {
             return Err(cross_site());
         }
         let user = session_user(st, &parts.headers)
-            .ok_or_else(|| err(StatusCode::UNAUTHORIZED, "not logged in"))?;
+            .ok_or_else(|| WebError::new(StatusCode::UNAUTHORIZED, "not logged in"))?;
         if !R::held(st, &user) {
-            return Err(err(StatusCode::FORBIDDEN, R::REFUSAL));
+            return Err(WebError::new(StatusCode::FORBIDDEN, R::REFUSAL));
         }
         Ok(User(user, R::default()))
     }
@@ -100,9 +99,9 @@ impl<R: Role> FromRequestParts<AppState> for User<R> {
 pub(super) struct SmallJson<T>(pub T);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for SmallJson<T> {
-    type Rejection = Response;
+    type Rejection = WebError;
 
-    async fn from_request(req: Request, st: &AppState) -> Result<Self, Response> {
+    async fn from_request(req: Request, st: &AppState) -> Result<Self, WebError> {
         small_json(st, req.into_body()).await.map(SmallJson)
     }
 }
@@ -143,7 +142,7 @@ mod tests {
         let data = tempfile::tempdir().unwrap();
         let st = AppState::in_dir(data.path(), 1_750_000_000);
         st.accounts.add_user_cheaply("ann", "pw");
-        let id = st.sessions.start("ann", st.now(), "test", None);
+        let id = st.web.sessions.start("ann", st.now(), "test", None);
         (st, format!("{}={id}", super::super::COOKIE), data)
     }
 

@@ -5,36 +5,21 @@
 //! state, and unlinks. Every POST needs the CSRF header; linking needs
 //! the Subsonic settings role, as the other settings do.
 
-#![allow(
-    clippy::result_large_err,
-    reason = "the error is the axum Response sent straight back; boxing it buys nothing once per request"
-)]
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::err;
 use super::extract::{Role, SmallJson, User};
+use super::{WebError, WebResult};
 use crate::forward::{link, linking, ForwardError, LinkKind};
 use crate::state::AppState;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/ui/api/forward", get(list))
-        .route("/ui/api/forward/lastfm/start", post(lastfm_start))
-        .route("/ui/api/forward/lastfm/finish", post(lastfm_finish))
-        .route("/ui/api/forward/listenbrainz", post(listenbrainz))
-        .route("/ui/api/forward/unlink", post(unlink))
-}
-
 /// Linking and unlinking need the Subsonic settings role.
 #[derive(Default)]
-struct Linker;
+pub(super) struct Linker;
 
 impl Role for Linker {
     const REFUSAL: &'static str =
@@ -45,7 +30,7 @@ impl Role for Linker {
     }
 }
 
-fn forward_err(e: ForwardError) -> Response {
+fn forward_err(e: ForwardError) -> WebError {
     let status = match &e {
         ForwardError::BadName(_) | ForwardError::NoApiKey => StatusCode::BAD_REQUEST,
         ForwardError::NoLink { .. } => StatusCode::NOT_FOUND,
@@ -57,20 +42,20 @@ fn forward_err(e: ForwardError) -> Response {
         ForwardError::Service { .. } | ForwardError::Refused { .. } => StatusCode::BAD_GATEWAY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    err(status, &e.to_string())
+    WebError::new(status, e.to_string())
 }
 
-fn off() -> Response {
-    err(
+fn off() -> WebError {
+    WebError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "forwarding is off on this server",
     )
 }
 
 /// `GET /ui/api/forward`: `{"links": [LinkStatus…], "lastfm_key": bool}`.
-async fn list(State(st): State<AppState>, User(u, _): User) -> Response {
-    let s = st.clone();
-    let links = tokio::task::spawn_blocking(move || s.forward.statuses(Some(&u)))
+pub(super) async fn list(State(st): State<AppState>, User(u, _): User) -> Response {
+    let links = st
+        .call(move |st| st.forward.statuses(Some(&u)))
         .await
         .unwrap_or_default();
     Json(json!({
@@ -83,7 +68,7 @@ async fn list(State(st): State<AppState>, User(u, _): User) -> Response {
 }
 
 #[derive(Deserialize)]
-struct LastFmStartForm {
+pub(super) struct LastFmStartForm {
     url: Option<String>,
     api_key: Option<String>,
     api_secret: Option<String>,
@@ -96,61 +81,51 @@ fn given(s: &Option<String>) -> Option<&str> {
 /// `POST /ui/api/forward/lastfm/start` `{"url"?, "api_key"?,
 /// "api_secret"?}`: `{"token", "approve_url"}`; the user opens the page,
 /// approves, then calls `finish`.
-async fn lastfm_start(
+pub(super) async fn lastfm_start(
     State(st): State<AppState>,
     User(u, Linker): User<Linker>,
     SmallJson(f): SmallJson<LastFmStartForm>,
-) -> Response {
+) -> WebResult {
     if st.forward.root().is_none() {
-        return off();
+        return Err(off());
     }
-    match linking::start_lastfm(
+    let flow = linking::start_lastfm(
         given(&f.url),
         given(&f.api_key),
         given(&f.api_secret),
         &st.config.forward,
     )
     .await
-    {
-        Ok(flow) => {
-            let out = json!({ "token": flow.token, "approve_url": flow.approve_url });
-            st.forward.keep_flow(&u, flow);
-            Json(out).into_response()
-        }
-        Err(e) => forward_err(e),
-    }
+    .map_err(forward_err)?;
+    let out = json!({ "token": flow.token, "approve_url": flow.approve_url });
+    st.forward.keep_flow(&u, flow);
+    Ok(Json(out).into_response())
 }
 
 #[derive(Deserialize)]
-struct FinishForm {
+pub(super) struct FinishForm {
     token: String,
     name: Option<String>,
 }
 
 /// `POST /ui/api/forward/lastfm/finish` `{"token", "name"?}`: `200
 /// {"linked": LinkStatus…}` once approved, `202 {"waiting": true}` before.
-async fn lastfm_finish(
+pub(super) async fn lastfm_finish(
     State(st): State<AppState>,
     User(u, Linker): User<Linker>,
     SmallJson(f): SmallJson<FinishForm>,
-) -> Response {
-    let (root, name) = match new_link(&st, &u, &f.name, LinkKind::Lastfm) {
-        Ok(t) => t,
-        Err(r) => return r,
-    };
-    let Some(flow) = st.forward.flow(&u, &f.token) else {
-        return err(
-            StatusCode::NOT_FOUND,
-            "no linking under way with this token: start again",
-        );
-    };
-    match flow.try_finish(st.now()).await {
-        Ok(None) => (StatusCode::ACCEPTED, Json(json!({ "waiting": true }))).into_response(),
-        Ok(Some(l)) => {
+) -> WebResult {
+    let (root, name) = new_link(&st, &u, &f.name, LinkKind::Lastfm).await?;
+    let flow = st
+        .forward
+        .flow(&u, &f.token)
+        .ok_or_else(|| WebError::not_found("no linking under way with this token: start again"))?;
+    match flow.try_finish(st.now()).await.map_err(forward_err)? {
+        None => Ok((StatusCode::ACCEPTED, Json(json!({ "waiting": true }))).into_response()),
+        Some(l) => {
             st.forward.drop_flow(&f.token);
-            saved(&st, &root, &u, &name, l).await
+            saved(&st, root, u, name, l).await
         }
-        Err(e) => forward_err(e),
     }
 }
 
@@ -158,48 +133,42 @@ async fn lastfm_finish(
 /// name (`name`, else the kind's), checked; refused while forwarding is
 /// off, and for a new name when the user has
 /// [`link::MAX_LINKS_PER_USER`] links (409) — before the service is asked.
-fn new_link(
+async fn new_link(
     st: &AppState,
     user: &str,
     name: &Option<String>,
     kind: LinkKind,
-) -> Result<(std::path::PathBuf, String), Response> {
+) -> WebResult<(std::path::PathBuf, String)> {
     let root = st.forward.root().ok_or_else(off)?.to_owned();
     let name = given(name).unwrap_or(kind.as_str()).to_owned();
     link::check_name(&name).map_err(forward_err)?;
-    link::check_room(&root, user, &name).map_err(forward_err)?;
+    // The user's links are a folder listing.
+    let (r, u, n) = (root.clone(), user.to_owned(), name.clone());
+    spindle_app::offload::run(move || link::check_room(&r, &u, &n))
+        .await?
+        .map_err(forward_err)?;
     Ok((root, name))
 }
 
 /// Saves a new link at the end of the log and answers with its state.
 async fn saved(
     st: &AppState,
-    root: &std::path::Path,
-    user: &str,
-    name: &str,
+    root: std::path::PathBuf,
+    user: String,
+    name: String,
     l: link::Link,
-) -> Response {
-    let (root, user, name) = (root.to_owned(), user.to_owned(), name.to_owned());
+) -> WebResult {
     let cursor = st.listens.committed_end();
-    let forward = st.forward.clone();
-    let r = tokio::task::spawn_blocking(move || {
-        forward
-            .save_link(&root, &user, &name, &l, cursor)
-            .map(|_| (user, name))
-    })
-    .await;
-    match r {
-        Ok(Ok((user, name))) => {
-            tracing::info!(user = %user, link = %name, "service linked");
-            Json(json!({ "linked": name })).into_response()
-        }
-        Ok(Err(e)) => forward_err(e),
-        Err(e) => err(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
+    let (u, n) = (user.clone(), name.clone());
+    st.call(move |st| st.forward.save_link(&root, &u, &n, &l, cursor))
+        .await?
+        .map_err(forward_err)?;
+    tracing::info!(user = %user, link = %name, "service linked");
+    Ok(Json(json!({ "linked": name })).into_response())
 }
 
 #[derive(Deserialize)]
-struct ListenBrainzForm {
+pub(super) struct ListenBrainzForm {
     token: String,
     url: Option<String>,
     name: Option<String>,
@@ -207,42 +176,39 @@ struct ListenBrainzForm {
 
 /// `POST /ui/api/forward/listenbrainz` `{"token", "url"?, "name"?}`: the
 /// token is checked at the service before it is kept.
-async fn listenbrainz(
+pub(super) async fn listenbrainz(
     State(st): State<AppState>,
     User(u, Linker): User<Linker>,
     SmallJson(f): SmallJson<ListenBrainzForm>,
-) -> Response {
-    let (root, name) = match new_link(&st, &u, &f.name, LinkKind::Listenbrainz) {
-        Ok(t) => t,
-        Err(r) => return r,
-    };
-    match linking::listenbrainz(given(&f.url), f.token.trim(), &st.config.forward, st.now()).await {
-        Ok(l) => saved(&st, &root, &u, &name, l).await,
-        Err(e) => forward_err(e),
-    }
+) -> WebResult {
+    let (root, name) = new_link(&st, &u, &f.name, LinkKind::Listenbrainz).await?;
+    let l = linking::listenbrainz(given(&f.url), f.token.trim(), &st.config.forward, st.now())
+        .await
+        .map_err(forward_err)?;
+    saved(&st, root, u, name, l).await
 }
 
 #[derive(Deserialize)]
-struct UnlinkForm {
+pub(super) struct UnlinkForm {
     name: String,
 }
 
 /// `POST /ui/api/forward/unlink` `{"name"}`: removes the link and its
 /// queue.
-async fn unlink(
+pub(super) async fn unlink(
     State(st): State<AppState>,
     User(u, Linker): User<Linker>,
     SmallJson(f): SmallJson<UnlinkForm>,
-) -> Response {
-    let Some(root) = st.forward.root().map(std::path::Path::to_owned) else {
-        return off();
-    };
-    let r = tokio::task::spawn_blocking(move || link::remove(&root, &u, &f.name)).await;
-    match r {
-        Ok(Ok(())) => Json(json!({ "unlinked": true })).into_response(),
-        Ok(Err(e)) => forward_err(e),
-        Err(e) => err(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
+) -> WebResult {
+    let root = st
+        .forward
+        .root()
+        .map(std::path::Path::to_owned)
+        .ok_or_else(off)?;
+    spindle_app::offload::run(move || link::remove(&root, &u, &f.name))
+        .await?
+        .map_err(forward_err)?;
+    Ok(Json(json!({ "unlinked": true })).into_response())
 }
 
 #[cfg(test)]
@@ -274,7 +240,7 @@ mod tests {
         for i in 0..link::MAX_LINKS_PER_USER {
             linking::save(&root, "ann", &format!("l{i}"), &l, 0).unwrap();
         }
-        let id = st.sessions.start("ann", st.now(), "test", None);
+        let id = st.web.sessions.start("ann", st.now(), "test", None);
         (st, format!("{}={id}", super::super::COOKIE), data)
     }
 
@@ -288,7 +254,11 @@ mod tests {
             .header("cookie", cookie)
             .body(Body::from(body.to_string()))
             .unwrap();
-        let r = router().with_state(st.clone()).oneshot(req).await.unwrap();
+        let r = crate::web::router()
+            .with_state(st.clone())
+            .oneshot(req)
+            .await
+            .unwrap();
         let status = r.status().as_u16();
         let bytes = r.into_body().collect().await.unwrap().to_bytes();
         let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();

@@ -15,43 +15,30 @@
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::response::IntoResponse;
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use spindle_listens::{Corrected, Correction, CorrectionInfo, Target};
 
-use super::err;
 use super::extract::{SmallJson, User};
-use crate::corrections::{Action, DeleteArgs, EditArgs, MergeArgs};
+use super::{WebError, WebResult};
+use crate::corrections::Action;
 use crate::state::AppState;
-
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/ui/api/corrections", get(list))
-        .route("/ui/api/listens/edit", post(correct::<EditArgs>))
-        .route("/ui/api/listens/delete", post(correct::<DeleteArgs>))
-        .route("/ui/api/artists/merge", post(correct::<MergeArgs>))
-        .route("/ui/api/corrections/{id}/undo", post(undo))
-}
 
 /// Whose history a request works on: the session user's, or with `user`
 /// another's when the session user is an admin.
-fn whose(st: &AppState, me: String, other: Option<String>) -> Result<String, Box<Response>> {
+fn whose(st: &AppState, me: String, other: Option<String>) -> WebResult<String> {
     match other {
         Some(u) if u != me => {
             if !st.accounts.is_admin(&me) {
-                return Err(Box::new(err(
+                return Err(WebError::new(
                     StatusCode::FORBIDDEN,
                     "only an admin may correct another user's history",
-                )));
+                ));
             }
             if !st.accounts.user_exists(&u) {
-                return Err(Box::new(err(
-                    StatusCode::NOT_FOUND,
-                    &format!("no user named '{u}'"),
-                )));
+                return Err(WebError::not_found(format!("no user named '{u}'")));
             }
             Ok(u)
         }
@@ -93,46 +80,44 @@ pub(super) struct Whose {
 }
 
 /// A user's corrections, oldest first.
-async fn list(State(st): State<AppState>, User(me, _): User, Query(q): Query<Whose>) -> Response {
-    let user = match whose(&st, me, q.user) {
-        Ok(u) => u,
-        Err(r) => return *r,
-    };
+pub(super) async fn list(
+    State(st): State<AppState>,
+    User(me, _): User,
+    Query(q): Query<Whose>,
+) -> WebResult {
+    let user = whose(&st, me, q.user)?;
     let list: Vec<Value> = st
         .listens
         .corrections(&user)
         .iter()
         .map(correction_json)
         .collect();
-    Json(json!({ "user": user, "corrections": list })).into_response()
+    Ok(Json(json!({ "user": user, "corrections": list })).into_response())
 }
 
 /// Runs `action` on the history of `other` (the session user's without
-/// it; see [`whose`]) on a blocking thread and answers with what changed.
-async fn run(st: AppState, me: String, other: Option<String>, action: Action) -> Response {
-    let user = match whose(&st, me, other) {
-        Ok(u) => u,
-        Err(r) => return *r,
-    };
-    let st2 = st.clone();
+/// it; see [`whose`]) through the state's blocking facade and answers
+/// with what changed.
+async fn run(st: AppState, me: String, other: Option<String>, action: Action) -> WebResult {
+    let user = whose(&st, me, other)?;
     let u2 = user.clone();
-    let out = tokio::task::spawn_blocking(move || st2.correct_history(&u2, action)).await;
-    match out {
-        Ok(Ok(Corrected { id, removed, added })) => Json(json!({
-            "user": user, "id": id, "removed": removed.len(), "added": added.len(),
-        }))
-        .into_response(),
-        Ok(Err(e)) if e.is_not_found() => err(StatusCode::NOT_FOUND, &e.to_string()),
-        Ok(Err(e)) if e.is_refusal() => err(StatusCode::BAD_REQUEST, &e.to_string()),
-        Ok(Err(e)) => err(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("could not correct the history: {e}"),
-        ),
-        Err(e) => err(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("the correction task failed: {e}"),
-        ),
-    }
+    let Corrected { id, removed, added } = st
+        .call(move |st| st.correct_history(&u2, action))
+        .await
+        .map_err(|e| WebError::internal(format!("the correction task failed: {e}")))?
+        .map_err(|e| {
+            if e.is_not_found() {
+                WebError::not_found(e.to_string())
+            } else if e.is_refusal() {
+                WebError::bad_request(e.to_string())
+            } else {
+                WebError::internal(format!("could not correct the history: {e}"))
+            }
+        })?;
+    Ok(Json(json!({
+        "user": user, "id": id, "removed": removed.len(), "added": added.len(),
+    }))
+    .into_response())
 }
 
 /// A correction's form: whose history (see [`whose`]) and the
@@ -146,22 +131,22 @@ pub(super) struct Form<T> {
 }
 
 /// An edit, a delete or a merge: the route's form into its correction.
-async fn correct<T: Into<Correction>>(
+pub(super) async fn correct<T: Into<Correction>>(
     State(st): State<AppState>,
     User(me, _): User,
     SmallJson(f): SmallJson<Form<T>>,
-) -> Response
+) -> WebResult
 where
     Form<T>: serde::de::DeserializeOwned,
 {
     run(st, me, f.user, Action::Correct(f.what.into())).await
 }
 
-async fn undo(
+pub(super) async fn undo(
     State(st): State<AppState>,
     Path(id): Path<u64>,
     User(me, _): User,
     SmallJson(f): SmallJson<Whose>,
-) -> Response {
+) -> WebResult {
     run(st, me, f.user, Action::Undo(id)).await
 }

@@ -7,26 +7,20 @@
 //! administrator and `401` without a session; the upload needs the CSRF
 //! header.
 
-#![allow(
-    clippy::result_large_err,
-    reason = "the error is the axum Response sent straight back; boxing it buys nothing once per request"
-)]
-
 use std::path::Path as FsPath;
 use std::pin::Pin;
 
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::response::IntoResponse;
+use axum::Json;
 use http_body::Body as _;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
-use super::err;
 use super::extract::{Admin, User};
+use super::{WebError, WebResult};
 use crate::import::{Job, Source, Spool};
 use crate::state::AppState;
 
@@ -38,66 +32,51 @@ use crate::state::AppState;
 /// (10–20 MiB); a larger history is split into several files.
 pub const MAX_IMPORT_UPLOAD: u64 = 64 << 20;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/ui/api/admin/imports", get(list).post(upload))
-        .route("/ui/api/admin/imports/{id}", get(one))
-}
-
-fn spool_of(st: &AppState) -> Result<Spool, Response> {
+fn spool_of(st: &AppState) -> WebResult<Spool> {
     st.import_spool().cloned().ok_or_else(|| {
-        err(
+        WebError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "this server takes no imports (no data dir)",
         )
     })
 }
 
-fn io_err(e: std::io::Error) -> Response {
+fn io_err(e: std::io::Error) -> WebError {
     tracing::warn!("import spool: {e}");
-    err(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "the import spool could not be written; see the server log",
-    )
+    WebError::internal("the import spool could not be written; see the server log")
 }
 
-async fn list(State(st): State<AppState>, _: User<Admin>) -> Response {
-    let spool = match spool_of(&st) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    match tokio::task::spawn_blocking(move || spool.list()).await {
-        Ok(Ok(jobs)) => {
-            let jobs: Vec<Job> = jobs.iter().map(Job::public).collect();
-            Json(json!({ "imports": jobs })).into_response()
-        }
-        Ok(Err(e)) => io_err(e),
-        Err(e) => io_err(std::io::Error::other(e)),
-    }
+/// Runs `work` over the spool on the blocking pool: it reads and writes
+/// files. Work that did not finish is the spool's error too.
+async fn on_spool<R: Send + 'static>(
+    spool: Spool,
+    work: impl FnOnce(&Spool) -> std::io::Result<R> + Send + 'static,
+) -> WebResult<R> {
+    spindle_app::offload::run(move || work(&spool))
+        .await
+        .map_err(|e| io_err(std::io::Error::other(e)))?
+        .map_err(io_err)
 }
 
-async fn one(State(st): State<AppState>, Path(id): Path<String>, _: User<Admin>) -> Response {
-    let spool = match spool_of(&st) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    match tokio::task::spawn_blocking(move || spool.read(&id)).await {
-        Ok(Ok(Some(job))) => Json(job.public()).into_response(),
-        Ok(Ok(None)) => err(StatusCode::NOT_FOUND, "no such import"),
-        Ok(Err(e)) => io_err(e),
-        Err(e) => io_err(std::io::Error::other(e)),
-    }
+pub(super) async fn list(State(st): State<AppState>, _: User<Admin>) -> WebResult {
+    let jobs = on_spool(spool_of(&st)?, Spool::list).await?;
+    let jobs: Vec<Job> = jobs.iter().map(Job::public).collect();
+    Ok(Json(json!({ "imports": jobs })).into_response())
 }
 
-async fn upload(State(st): State<AppState>, _: User<Admin>, req: Request) -> Response {
-    match upload_inner(&st, req).await {
-        Ok(job) => (StatusCode::ACCEPTED, Json(job.public())).into_response(),
-        Err(r) => r,
-    }
+pub(super) async fn one(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    _: User<Admin>,
+) -> WebResult {
+    let job = on_spool(spool_of(&st)?, move |sp| sp.read(&id))
+        .await?
+        .ok_or_else(|| WebError::not_found("no such import"))?;
+    Ok(Json(job.public()).into_response())
 }
 
-async fn upload_inner(st: &AppState, req: Request) -> Result<Job, Response> {
-    let spool = spool_of(st)?;
+pub(super) async fn upload(State(st): State<AppState>, _: User<Admin>, req: Request) -> WebResult {
+    let spool = spool_of(&st)?;
     let (mut user, mut name) = (String::new(), String::from("upload"));
     for (k, v) in form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes()) {
         match &*k {
@@ -107,39 +86,34 @@ async fn upload_inner(st: &AppState, req: Request) -> Result<Job, Response> {
         }
     }
     if user.is_empty() {
-        return Err(err(
-            StatusCode::BAD_REQUEST,
+        return Err(WebError::bad_request(
             "say whose listens these are: ?user=NAME",
         ));
     }
     if !st.accounts.user_exists(&user) {
-        return Err(err(
-            StatusCode::NOT_FOUND,
-            &format!("no user named '{user}'"),
-        ));
+        return Err(WebError::not_found(format!("no user named '{user}'")));
     }
     let job = Job::new(&user, Source::File { name }, st.now());
-    let part = spool.part_path(&job.id).map_err(io_err)?;
-    if let Err(r) = receive(st, req.into_body(), &part).await {
+    // Makes the spool's folder if it is not there yet.
+    let id = job.id.clone();
+    let part = on_spool(spool.clone(), move |sp| sp.part_path(&id)).await?;
+    if let Err(e) = receive(&st, req.into_body(), &part).await {
         let _ = tokio::fs::remove_file(&part).await;
-        return Err(r);
+        return Err(e);
     }
-    let (sp, j) = (spool.clone(), job.clone());
-    tokio::task::spawn_blocking(move || sp.hand_in_part(&j, &part))
-        .await
-        .map_err(|e| io_err(std::io::Error::other(e)))?
-        .map_err(io_err)?;
+    let j = job.clone();
+    on_spool(spool, move |sp| sp.hand_in_part(&j, &part)).await?;
     tracing::info!(job = %job.id, "export uploaded for {user}");
-    Ok(job)
+    Ok((StatusCode::ACCEPTED, Json(job.public())).into_response())
 }
 
 /// Writes `body` to `path`: at most [`MAX_IMPORT_UPLOAD`] bytes, none of
 /// its pauses longer than the server's body idle timeout.
-async fn receive(st: &AppState, mut body: Body, path: &FsPath) -> Result<(), Response> {
+async fn receive(st: &AppState, mut body: Body, path: &FsPath) -> WebResult<()> {
     let too_large = || {
-        err(
+        WebError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            &format!("an export may be at most {MAX_IMPORT_UPLOAD} bytes"),
+            format!("an export may be at most {MAX_IMPORT_UPLOAD} bytes"),
         )
     };
     if body.size_hint().lower() > MAX_IMPORT_UPLOAD {
@@ -158,17 +132,14 @@ async fn receive(st: &AppState, mut body: Body, path: &FsPath) -> Result<(), Res
         let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx));
         let frame = match tokio::time::timeout(st.config.body_idle_timeout, frame).await {
             Err(_) => {
-                return Err(err(
+                return Err(WebError::new(
                     StatusCode::REQUEST_TIMEOUT,
                     "the upload stalled; try again",
                 ))
             }
             Ok(None) => break,
             Ok(Some(Err(e))) => {
-                return Err(err(
-                    StatusCode::BAD_REQUEST,
-                    &format!("the upload broke off: {e}"),
-                ))
+                return Err(WebError::bad_request(format!("the upload broke off: {e}")))
             }
             Ok(Some(Ok(f))) => f,
         };
@@ -182,7 +153,7 @@ async fn receive(st: &AppState, mut body: Body, path: &FsPath) -> Result<(), Res
         file.write_all(&data).await.map_err(io_err)?;
     }
     if total == 0 {
-        return Err(err(StatusCode::BAD_REQUEST, "the upload is empty"));
+        return Err(WebError::bad_request("the upload is empty"));
     }
     file.flush().await.map_err(io_err)
 }
@@ -231,7 +202,7 @@ mod tests {
         let path = dir.path().join("up.part");
         // 65 chunks of 1 MiB, streamed with no length: over 64 MiB.
         let body = Body::from_stream(Chunks(65));
-        let r = receive(&st, body, &path).await.unwrap_err();
+        let r = receive(&st, body, &path).await.unwrap_err().into_response();
         assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
         assert!(std::fs::metadata(&path).unwrap().len() <= MAX_IMPORT_UPLOAD);
     }

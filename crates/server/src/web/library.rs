@@ -4,14 +4,14 @@
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use spindle_listens::{normalise, ChartKind, ChartQuery};
 use std::collections::{HashMap, HashSet};
 
-use super::{err, with_catalog};
+use super::{with_catalog, WebError, WebResult};
 use crate::catalog::{Album, Catalog, Song};
 use crate::query_budget::SearchError;
 use crate::state::AppState;
@@ -46,38 +46,42 @@ pub(super) struct SearchQ {
     q: String,
 }
 
+/// A search the query pool refused: a pattern or a query over its
+/// limits is the user's to change (400; a pattern's with the column), a
+/// busy or stopping server is not (503).
+fn search_err(e: SearchError) -> WebError {
+    match e {
+        SearchError::Pattern(e) => WebError::answer(
+            (
+                StatusCode::BAD_REQUEST,
+                Json(json!({ "error": e.message, "column": e.column })),
+            )
+                .into_response(),
+        ),
+        e if e.is_retryable() => WebError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        e => WebError::bad_request(e.to_string()),
+    }
+}
+
 pub(super) async fn search(
     State(st): State<AppState>,
     h: HeaderMap,
     Query(q): Query<SearchQ>,
-) -> Response {
+) -> WebResult {
     with_catalog(st, &h, move |st, cat, user| {
         let text = q.q.trim();
         let songs: Vec<usize> = if text.is_empty() {
             (0..cat.songs.len()).collect()
         } else {
             // Within the network's limits, on the query pool (see
-            // crate::query_budget): a pattern or a query over its limits
-            // is the user's to change (400), a busy or stopping server
-            // is not (503).
-            match st.queries.search(&st.db, text) {
-                Ok(ids) => ids
-                    .ids
-                    .iter()
-                    .filter_map(|id| cat.song_index(*id))
-                    .collect(),
-                Err(SearchError::Pattern(e)) => {
-                    return (
-                        StatusCode::BAD_REQUEST,
-                        Json(json!({ "error": e.message, "column": e.column })),
-                    )
-                        .into_response()
-                }
-                Err(e) if e.is_retryable() => {
-                    return err(StatusCode::SERVICE_UNAVAILABLE, &e.to_string())
-                }
-                Err(e) => return err(StatusCode::BAD_REQUEST, &e.to_string()),
-            }
+            // crate::query_budget).
+            st.queries
+                .search(&st.db, text)
+                .map_err(search_err)?
+                .ids
+                .iter()
+                .filter_map(|id| cat.song_index(*id))
+                .collect()
         };
         let songs: Vec<usize> = songs
             .into_iter()
@@ -98,7 +102,7 @@ pub(super) async fn search(
             .take(200)
             .map(|&s| song_json(&cat.songs[s]))
             .collect();
-        Json(json!({ "albums": albums, "songs": songs, "total": total })).into_response()
+        Ok(Json(json!({ "albums": albums, "songs": songs, "total": total })).into_response())
     })
     .await
 }
@@ -107,10 +111,10 @@ pub(super) async fn album(
     State(st): State<AppState>,
     h: HeaderMap,
     Path(id): Path<String>,
-) -> Response {
+) -> WebResult {
     with_catalog(st, &h, move |st, cat, user| {
         let Some(a) = cat.album(&id) else {
-            return err(StatusCode::NOT_FOUND, "no such album");
+            return Err(WebError::not_found("no such album"));
         };
         let visible: Vec<&Song> = a
             .songs
@@ -119,7 +123,7 @@ pub(super) async fn album(
             .filter(|s| may_see(st, user, s))
             .collect();
         if visible.is_empty() {
-            return err(StatusCode::NOT_FOUND, "no such album");
+            return Err(WebError::not_found("no such album"));
         }
         let starred = st.music.userdata.starred(user);
         let loved = crate::loves::LovedSet::of(&st.listens, user);
@@ -138,14 +142,14 @@ pub(super) async fn album(
         v["tracks"] = Value::from(songs);
         v["starred"] = starred.contains_key(&a.id).into();
         v["rating"] = st.music.userdata.rating(user, &a.id).into();
-        Json(v).into_response()
+        Ok(Json(v).into_response())
     })
     .await
 }
 
 /// Every artist of the library with its albums, songs and the user's
 /// listens of it (all time).
-pub(super) async fn artists(State(st): State<AppState>, h: HeaderMap) -> Response {
+pub(super) async fn artists(State(st): State<AppState>, h: HeaderMap) -> WebResult {
     with_catalog(st, &h, |st, cat, user| {
         let top = st.listens.chart(
             user,
@@ -173,7 +177,7 @@ pub(super) async fn artists(State(st): State<AppState>, h: HeaderMap) -> Respons
                 })
             })
             .collect();
-        Json(json!({ "artists": list })).into_response()
+        Ok(Json(json!({ "artists": list })).into_response())
     })
     .await
 }
@@ -203,13 +207,13 @@ pub(super) async fn artist(
     State(st): State<AppState>,
     h: HeaderMap,
     Path(id): Path<String>,
-) -> Response {
+) -> WebResult {
     with_catalog(st, &h, move |st, cat, user| {
         let Some(a) = cat
             .artist(&id)
             .filter(|a| album_visible(st, cat, user, &a.albums))
         else {
-            return err(StatusCode::NOT_FOUND, "no such artist");
+            return Err(WebError::not_found("no such artist"));
         };
         let q = |limit| ChartQuery {
             artist: Some(&a.name),
@@ -248,11 +252,11 @@ pub(super) async fn artist(
                 v
             })
             .collect();
-        Json(json!({
+        Ok(Json(json!({
             "id": a.id, "name": a.name, "listens": listens,
             "albums": albums, "top_tracks": tracks,
         }))
-        .into_response()
+        .into_response())
     })
     .await
 }

@@ -7,22 +7,16 @@
 //! artist outside the user's music folders is starred and rated as an
 //! unknown id is: 404.
 
-#![allow(
-    clippy::result_large_err,
-    reason = "the error is the axum Response sent straight back; boxing it buys nothing once per request"
-)]
-
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::extract::{Role, SmallJson, User};
 use super::library::{may_see, song_json};
-use super::{err, with_catalog};
+use super::{with_catalog, WebError, WebResult};
 use crate::catalog::Song;
 use crate::state::AppState;
 use crate::subsonic::access::Access;
@@ -34,20 +28,10 @@ pub(super) use crate::subsonic::rating::song_rating;
 /// Most songs one playlist may hold through the page: 5,000.
 pub const MAX_PLAYLIST_SONGS: usize = 5000;
 
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/ui/api/playlists", get(playlists).post(create))
-        .route("/ui/api/playlist/{id}", get(playlist).post(update))
-        .route("/ui/api/playlist/{id}/delete", post(delete))
-        .route("/ui/api/starred", get(starred))
-        .route("/ui/api/star", post(star))
-        .route("/ui/api/rating", post(rate))
-}
-
 /// The role making and changing playlists needs: the Subsonic playlist
 /// role (deleting one's own needs only the session).
 #[derive(Default)]
-struct Editor;
+pub(super) struct Editor;
 
 impl Role for Editor {
     const REFUSAL: &'static str =
@@ -59,11 +43,8 @@ impl Role for Editor {
 }
 
 /// The answer when the user data could not be written.
-fn not_saved(e: impl std::fmt::Display) -> Response {
-    err(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        &format!("could not save: {e}"),
-    )
+fn not_saved(e: impl std::fmt::Display) -> WebError {
+    WebError::internal(format!("could not save: {e}"))
 }
 
 fn playlist_json(id: u64, p: &Playlist, user: &str) -> Value {
@@ -75,7 +56,7 @@ fn playlist_json(id: u64, p: &Playlist, user: &str) -> Value {
 }
 
 /// `GET /ui/api/playlists`: the user's playlists and the public ones.
-async fn playlists(State(st): State<AppState>, User(user, _): User) -> Response {
+pub(super) async fn playlists(State(st): State<AppState>, User(user, _): User) -> Response {
     let list: Vec<Value> = st
         .music
         .userdata
@@ -88,14 +69,18 @@ async fn playlists(State(st): State<AppState>, User(user, _): User) -> Response 
 
 /// `GET /ui/api/playlist/ID`: a playlist and its tracks (songs the user
 /// may see and the library still has).
-async fn playlist(State(st): State<AppState>, h: HeaderMap, Path(id): Path<u64>) -> Response {
+pub(super) async fn playlist(
+    State(st): State<AppState>,
+    h: HeaderMap,
+    Path(id): Path<u64>,
+) -> WebResult {
     with_catalog(st, &h, move |st, cat, user| {
-        let Some(p) = st.music.userdata.playlist(id) else {
-            return err(StatusCode::NOT_FOUND, "no such playlist");
-        };
-        if p.owner != user && !p.public {
-            return err(StatusCode::NOT_FOUND, "no such playlist");
-        }
+        let p = st
+            .music
+            .userdata
+            .playlist(id)
+            .filter(|p| p.owner == user || p.public)
+            .ok_or_else(|| WebError::not_found("no such playlist"))?;
         let tracks: Vec<Value> = p
             .songs
             .iter()
@@ -105,62 +90,59 @@ async fn playlist(State(st): State<AppState>, h: HeaderMap, Path(id): Path<u64>)
             .collect();
         let mut v = playlist_json(id, &p, user);
         v["tracks"] = Value::from(tracks);
-        Json(v).into_response()
+        Ok(Json(v).into_response())
     })
     .await
 }
 
 #[derive(Deserialize)]
-struct PlaylistForm {
+pub(super) struct PlaylistForm {
     name: Option<String>,
     songs: Option<Vec<u32>>,
     public: Option<bool>,
     comment: Option<String>,
 }
 
-fn check_form(f: &PlaylistForm) -> Result<(), Response> {
+fn check_form(f: &PlaylistForm) -> WebResult<()> {
     if f.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
-        return Err(err(StatusCode::BAD_REQUEST, "a playlist needs a name"));
+        return Err(WebError::bad_request("a playlist needs a name"));
     }
     if f.songs
         .as_ref()
         .is_some_and(|s| s.len() > MAX_PLAYLIST_SONGS)
     {
-        return Err(err(
-            StatusCode::BAD_REQUEST,
-            &format!("a playlist holds at most {MAX_PLAYLIST_SONGS} songs"),
-        ));
+        return Err(WebError::bad_request(format!(
+            "a playlist holds at most {MAX_PLAYLIST_SONGS} songs"
+        )));
     }
     Ok(())
 }
 
-/// Runs a change of the user data on a blocking thread: it waits for an
-/// fsync, which must not hold up the async executor.
+/// Runs a change of the user data through the state's blocking facade:
+/// it waits for an fsync, which must not hold up the async executor.
 /// A refusal over a limit is a 413 with the limit's message.
 async fn write<T: Send + 'static>(
     st: &AppState,
     f: impl FnOnce(&UserData) -> Result<T, UserDataError> + Send + 'static,
-) -> Result<T, Response> {
-    let music = st.music.clone();
-    match tokio::task::spawn_blocking(move || f(&music.userdata)).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e @ (UserDataError::TooMany { .. } | UserDataError::TooLong { .. }))) => {
-            Err(err(StatusCode::PAYLOAD_TOO_LARGE, &e.to_string()))
-        }
-        Ok(Err(e)) => Err(not_saved(e)),
-        Err(e) => Err(not_saved(format!("the writer task failed: {e}"))),
-    }
+) -> WebResult<T> {
+    st.call(move |st| f(&st.music.userdata))
+        .await
+        .map_err(|e| not_saved(format!("the writer task failed: {e}")))?
+        .map_err(|e| match e {
+            UserDataError::TooMany { .. } | UserDataError::TooLong { .. } => {
+                WebError::new(StatusCode::PAYLOAD_TOO_LARGE, e.to_string())
+            }
+            e => not_saved(e),
+        })
 }
 
 /// `POST /ui/api/playlists` `{"name", "songs"?}`: a new playlist.
-async fn create(
+pub(super) async fn create(
     State(st): State<AppState>,
     User(user, Editor): User<Editor>,
     SmallJson(f): SmallJson<PlaylistForm>,
-) -> Response {
-    if let Err(r) = check_form(&f) {
-        return r;
-    }
+) -> WebResult {
+    check_form(&f)?;
     let now = st.now();
     let p = Playlist {
         owner: user.clone(),
@@ -172,60 +154,61 @@ async fn create(
         changed: now,
     };
     let p2 = p.clone();
-    match write(&st, move |u| u.create_playlist(p2)).await {
-        Ok(id) => Json(playlist_json(id, &p, &user)).into_response(),
-        Err(r) => r,
-    }
+    let id = write(&st, move |u| u.create_playlist(p2)).await?;
+    Ok(Json(playlist_json(id, &p, &user)).into_response())
 }
 
 /// `POST /ui/api/playlist/ID` `{"name"?, "songs"?, "public"?}`: renames,
 /// replaces the song list (adding, removing and reordering are all a new
 /// list), or shares the owner's playlist.
-async fn update(
+pub(super) async fn update(
     State(st): State<AppState>,
     Path(id): Path<u64>,
     User(user, Editor): User<Editor>,
     SmallJson(f): SmallJson<PlaylistForm>,
-) -> Response {
-    if let Err(r) = check_form(&f) {
-        return r;
-    }
-    let Some(mut p) = st.music.userdata.playlist(id).filter(|p| p.owner == user) else {
-        return err(StatusCode::NOT_FOUND, "no such playlist of yours");
-    };
+) -> WebResult {
+    check_form(&f)?;
+    let not_yours = || WebError::not_found("no such playlist of yours");
+    let mut p = st
+        .music
+        .userdata
+        .playlist(id)
+        .filter(|p| p.owner == user)
+        .ok_or_else(not_yours)?;
     p.name = f.name.unwrap_or(p.name);
     p.songs = f.songs.unwrap_or(p.songs);
     p.public = f.public.unwrap_or(p.public);
     p.comment = f.comment.unwrap_or(p.comment);
     p.changed = st.now();
     let p2 = p.clone();
-    match write(&st, move |u| u.put_playlist(id, p2)).await {
-        Ok(true) => Json(playlist_json(id, &p, &user)).into_response(),
-        Ok(false) => err(StatusCode::NOT_FOUND, "no such playlist of yours"),
-        Err(r) => r,
+    if !write(&st, move |u| u.put_playlist(id, p2)).await? {
+        return Err(not_yours());
     }
+    Ok(Json(playlist_json(id, &p, &user)).into_response())
 }
 
 /// `POST /ui/api/playlist/ID/delete`: removes the owner's playlist.
-async fn delete(State(st): State<AppState>, Path(id): Path<u64>, User(user, _): User) -> Response {
+pub(super) async fn delete(
+    State(st): State<AppState>,
+    Path(id): Path<u64>,
+    User(user, _): User,
+) -> WebResult {
     if st
         .music
         .userdata
         .playlist(id)
         .is_none_or(|p| p.owner != user)
     {
-        return err(StatusCode::NOT_FOUND, "no such playlist of yours");
+        return Err(WebError::not_found("no such playlist of yours"));
     }
-    match write(&st, move |u| u.delete_playlist(id)).await {
-        Ok(_) => Json(json!({ "deleted": id })).into_response(),
-        Err(r) => r,
-    }
+    write(&st, move |u| u.delete_playlist(id)).await?;
+    Ok(Json(json!({ "deleted": id })).into_response())
 }
 
 /// `GET /ui/api/starred`: `{"ids": [...]}`, every id the user starred
 /// (songs, `al-…` albums, `ar-…` artists), and the starred songs. A
 /// song is starred when its track is loved ([`crate::loves`]).
-async fn starred(State(st): State<AppState>, h: HeaderMap) -> Response {
+pub(super) async fn starred(State(st): State<AppState>, h: HeaderMap) -> WebResult {
     with_catalog(st, &h, |st, cat, user| {
         let mut ids: Vec<String> = st
             .music
@@ -243,81 +226,94 @@ async fn starred(State(st): State<AppState>, h: HeaderMap) -> Response {
             .collect();
         ids.extend(loved.iter().map(|s| s.id.to_string()));
         let songs: Vec<Value> = loved.into_iter().map(song_json).collect();
-        Json(json!({ "ids": ids, "songs": songs })).into_response()
+        Ok(Json(json!({ "ids": ids, "songs": songs })).into_response())
     })
     .await
 }
 
 #[derive(Deserialize)]
-struct StarForm {
+pub(super) struct StarForm {
     id: String,
     on: bool,
 }
 
+/// What a star found: a song (whose star is its track's love), another
+/// id (an album or artist, starred in the user data), or nothing the
+/// user may see.
+enum Starred {
+    Song,
+    Other,
+    Hidden,
+}
+
 /// `POST /ui/api/star` `{"id", "on"}`: stars or unstars a song, album or
 /// artist.
-async fn star(
+pub(super) async fn star(
     State(st): State<AppState>,
     User(user, _): User,
     SmallJson(f): SmallJson<StarForm>,
-) -> Response {
-    let cat = st.music.catalog(&st.db);
-    // What the user may not see is as unknown as what does not exist, as
-    // in the Subsonic API.
-    if !Access::of(&st, &user).sees_id(&cat, &f.id) {
-        return err(StatusCode::NOT_FOUND, "no such song, album or artist");
+) -> WebResult {
+    let (id, on) = (f.id.clone(), f.on);
+    let u = user.clone();
+    let found = st
+        .call(move |st| {
+            let cat = st.music.catalog(&st.db);
+            // What the user may not see is as unknown as what does not
+            // exist, as in the Subsonic API.
+            if !Access::of(st, &u).sees_id(&cat, &id) {
+                return Ok(Starred::Hidden);
+            }
+            match cat.song(&id) {
+                // A song's star is the love of its track.
+                Some(song) => crate::loves::star_song(st, &u, song, on).map(|()| Starred::Song),
+                None => Ok(Starred::Other),
+            }
+        })
+        .await
+        .map_err(|e| not_saved(format!("the writer task failed: {e}")))?
+        .map_err(not_saved)?;
+    match found {
+        Starred::Hidden => {
+            return Err(WebError::not_found("no such song, album or artist"));
+        }
+        Starred::Song => {}
+        Starred::Other => {
+            let (id, now) = (f.id.clone(), st.now());
+            write(&st, move |u| u.star(&user, &[id], on, now)).await?;
+        }
     }
-    if let Some(song) = cat.song(&f.id).cloned() {
-        // A song's star is the love of its track.
-        let st2 = st.clone();
-        let done =
-            tokio::task::spawn_blocking(move || crate::loves::star_song(&st2, &user, &song, f.on))
-                .await;
-        return match done {
-            Ok(Ok(())) => Json(json!({ "id": f.id, "starred": f.on })).into_response(),
-            Ok(Err(e)) => not_saved(e),
-            Err(e) => not_saved(format!("the writer task failed: {e}")),
-        };
-    }
-    let (id, on, now) = (f.id.clone(), f.on, st.now());
-    match write(&st, move |u| u.star(&user, &[id], on, now)).await {
-        Ok(()) => Json(json!({ "id": f.id, "starred": f.on })).into_response(),
-        Err(r) => r,
-    }
+    Ok(Json(json!({ "id": f.id, "starred": f.on })).into_response())
 }
 
 #[derive(Deserialize)]
-struct RatingForm {
+pub(super) struct RatingForm {
     id: String,
     rating: u8,
 }
 
 /// `POST /ui/api/rating` `{"id", "rating"}`: 1 to 5 stars, 0 removes.
-async fn rate(
+pub(super) async fn rate(
     State(st): State<AppState>,
     User(user, _): User,
     SmallJson(f): SmallJson<RatingForm>,
-) -> Response {
-    let (st2, rating) = (st.clone(), f.rating);
-    let done = tokio::task::spawn_blocking(move || {
-        let cat = st2.music.catalog(&st2.db);
-        if Access::of(&st2, &user).hides(&cat, &f.id) {
+) -> WebResult {
+    let rating = f.rating;
+    st.call(move |st| {
+        let cat = st.music.catalog(&st.db);
+        if Access::of(st, &user).hides(&cat, &f.id) {
             return Err(RateError::NotFound);
         }
-        rating::rate(&st2, &cat, &user, &f.id, i64::from(f.rating))
+        rating::rate(st, &cat, &user, &f.id, i64::from(f.rating))
     })
-    .await;
-    match done {
-        Ok(Ok(())) => Json(json!({ "rating": rating })).into_response(),
-        Ok(Err(e)) => {
-            let status = match e {
-                RateError::OutOfRange(_) => StatusCode::BAD_REQUEST,
-                RateError::NotAllowed => StatusCode::FORBIDDEN,
-                RateError::NotFound => StatusCode::NOT_FOUND,
-                _ => StatusCode::INTERNAL_SERVER_ERROR,
-            };
-            err(status, &e.to_string())
-        }
-        Err(_) => err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"),
-    }
+    .await?
+    .map_err(|e| {
+        let status = match e {
+            RateError::OutOfRange(_) => StatusCode::BAD_REQUEST,
+            RateError::NotAllowed => StatusCode::FORBIDDEN,
+            RateError::NotFound => StatusCode::NOT_FOUND,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        WebError::new(status, e.to_string())
+    })?;
+    Ok(Json(json!({ "rating": rating })).into_response())
 }

@@ -19,11 +19,21 @@
 //! Every `/ui/api/…`, `/ui/chart/…` and `/ui/stream/ID` request
 //! needs a session; only the page, its script and its style sheet (which
 //! hold no data) are public, so the login form can load.
+//!
+//! Every route, who may call it and how a cluster serves it is a row of
+//! one table ([`routes`]), from which the router and the cluster's
+//! routing of `/ui/` paths are read. Handlers end in `?`: what they
+//! answer when they fail is a `WebError` (`error.rs`), and what may
+//! block (an fsyncing write, a walk of the catalog) goes through the
+//! state's blocking facade, `AppState::call`. The web UI's own state
+//! (sessions, the first-run code) is one [`WebState`], a field of the
+//! server's state.
 
 mod activity;
 mod admin;
 mod charts;
 mod cover;
+mod error;
 mod extract;
 mod forward;
 mod history;
@@ -31,29 +41,52 @@ mod imports;
 mod library;
 mod mine;
 mod review;
+pub mod routes;
 mod sessions;
 mod settings;
 mod setup;
 
 pub use admin::ADMIN_ROUTES;
+pub use routes::router;
 pub use sessions::{SessionInfo, Sessions};
 pub use setup::{FirstRun, SETUP_CODE_GROUPS};
 
+pub(crate) use error::{err, WebError, WebResult};
 pub(crate) use library::may_see;
 
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::accounts::Accounts;
 use crate::auth_guard::ClientIp;
 use crate::catalog::Catalog;
 use crate::state::AppState;
 use extract::{Csrf, SmallJson, User};
+
+/// The web UI's own state, one field of the server's
+/// ([`crate::state::StateParts`]): the logged-in browsers and the
+/// first-run setup code.
+pub struct WebState {
+    /// Logged-in web UI browsers.
+    pub(crate) sessions: Sessions,
+    /// The first-run setup code, while no user exists ([`setup`]).
+    pub(crate) first_run: FirstRun,
+}
+
+impl WebState {
+    /// No session yet; a setup code if `accounts` holds no user.
+    pub fn new(accounts: &Accounts) -> WebState {
+        WebState {
+            sessions: Sessions::default(),
+            first_run: FirstRun::new(accounts),
+        }
+    }
+}
 
 const COOKIE: &str = "spindle_session";
 /// The web player's client name: in its listens, and for the
@@ -73,39 +106,12 @@ const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
 const STYLE_CSS: &str = include_str!("style.css");
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/ui/app.js",
-            get(|| async { asset(APP_JS, "text/javascript; charset=utf-8") }),
-        )
-        .route(
-            "/ui/style.css",
-            get(|| async { asset(STYLE_CSS, "text/css; charset=utf-8") }),
-        )
-        .route("/ui/login", post(login))
-        .route("/ui/logout", post(logout))
-        .route("/ui/setup", post(setup::create))
-        .route("/ui/api/setup", get(setup::status))
-        .route("/ui/api/me", get(me))
-        .route("/ui/api/me/privacy", get(privacy).post(set_privacy))
-        .route("/ui/api/search", get(library::search))
-        .route("/ui/api/album/{id}", get(library::album))
-        .route("/ui/api/artists", get(library::artists))
-        .route("/ui/api/artist/{id}", get(library::artist))
-        .route("/ui/api/recent", get(activity::recent))
-        .route("/ui/api/review", get(review::review))
-        .route("/ui/api/now", get(activity::now))
-        .route("/ui/api/playing", post(activity::playing))
-        .route("/ui/chart/{name}", get(charts::chart))
-        .route("/ui/stream/{id}", get(stream))
-        .route("/ui/cover/{id}", get(cover::cover))
-        .merge(mine::router())
-        .merge(admin::router())
-        .merge(settings::router())
-        .merge(forward::router())
-        .merge(history::router())
-        .merge(imports::router())
+async fn app_js() -> Response {
+    asset(APP_JS, "text/javascript; charset=utf-8")
+}
+
+async fn style_css() -> Response {
+    asset(STYLE_CSS, "text/css; charset=utf-8")
 }
 
 /// The page at `/`, for a request that asks for it; `None` for any other
@@ -149,7 +155,7 @@ fn cookie(h: &HeaderMap) -> Option<String> {
 impl AppState {
     /// The logged-in browsers (listed and revoked by the admin page).
     pub fn web_sessions(&self) -> &Sessions {
-        &self.sessions
+        &self.web.sessions
     }
 }
 
@@ -162,16 +168,12 @@ pub(crate) fn session_user(st: &AppState, h: &HeaderMap) -> Option<String> {
         return Some(u);
     }
     let id = cookie(h)?;
-    let user = st.sessions.user(&id, st.now())?;
+    let user = st.web.sessions.user(&id, st.now())?;
     if !st.accounts.user_exists(&user) {
-        st.sessions.end(&id);
+        st.web.sessions.end(&id);
         return None;
     }
     Some(user)
-}
-
-pub(crate) fn err(status: StatusCode, msg: &str) -> Response {
-    (status, Json(json!({ "error": msg }))).into_response()
 }
 
 /// Cross-site forgery guard for POSTs: the custom header (a cross-site
@@ -229,7 +231,7 @@ fn logged_in(
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let id = st.sessions.start(user, st.now(), agent, ip);
+    let id = st.web.sessions.start(user, st.now(), agent, ip);
     let r = Json(json!({ "user": user, "admin": admin })).into_response();
     with_cookie(r, &session_cookie(st, &id, SESSION_TTL))
 }
@@ -260,7 +262,7 @@ fn session_cookie(st: &AppState, id: &str, max_age: i64) -> String {
 
 async fn logout(State(st): State<AppState>, h: HeaderMap, _: Csrf) -> Response {
     if let Some(id) = cookie(&h) {
-        st.sessions.end(&id);
+        st.web.sessions.end(&id);
     }
     with_cookie(Json(json!({})).into_response(), &session_cookie(&st, "", 0))
 }
@@ -286,16 +288,12 @@ async fn set_privacy(
     State(st): State<AppState>,
     User(user, _): User,
     SmallJson(form): SmallJson<PrivacyForm>,
-) -> Response {
-    let (m, u) = (st.music.clone(), user.clone());
-    match tokio::task::spawn_blocking(move || m.set_listens_public(&u, form.public)).await {
-        Ok(Ok(())) => privacy_json(&st, &user),
-        Ok(Err(e)) => err(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("could not save the setting: {e}"),
-        ),
-        Err(_) => err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"),
-    }
+) -> WebResult {
+    let u = user.clone();
+    st.call(move |st| st.music.set_listens_public(&u, form.public))
+        .await?
+        .map_err(|e| WebError::internal(format!("could not save the setting: {e}")))?;
+    Ok(privacy_json(&st, &user))
 }
 
 /// `{"user", "admin"}`: who the session is, and whether the page shows
@@ -314,29 +312,25 @@ pub const MAX_UI_BODY: usize = 16 << 10;
 pub(crate) async fn small_json<T: serde::de::DeserializeOwned>(
     st: &AppState,
     body: Body,
-) -> Result<T, Response> {
+) -> WebResult<T> {
     let bytes = crate::body::read_body(body, MAX_UI_BODY, &st.bodies)
         .await
-        .map_err(|e| e.decorate(err(e.status(), &e.to_string())))?;
+        .map_err(|e| WebError::answer(e.decorate(err(e.status(), &e.to_string()))))?;
     serde_json::from_slice(&bytes)
-        .map_err(|e| err(StatusCode::BAD_REQUEST, &format!("bad request body: {e}")))
+        .map_err(|e| WebError::bad_request(format!("bad request body: {e}")))
 }
 
-/// Runs `f` over the catalog on a blocking thread, for a logged-in user.
+/// Runs `f` over the catalog through the state's blocking facade
+/// ([`AppState::call`]), for a logged-in user.
 async fn with_catalog(
     st: AppState,
     h: &HeaderMap,
-    f: impl FnOnce(&AppState, &Catalog, &str) -> Response + Send + 'static,
-) -> Response {
-    let Some(user) = session_user(&st, h) else {
-        return err(StatusCode::UNAUTHORIZED, "not logged in");
-    };
-    tokio::task::spawn_blocking(move || {
-        let cat = st.music.catalog(&st.db);
-        f(&st, &cat, &user)
-    })
-    .await
-    .unwrap_or_else(|_| err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
+    f: impl FnOnce(&AppState, &Catalog, &str) -> WebResult + Send + 'static,
+) -> WebResult {
+    let user = session_user(&st, h)
+        .ok_or_else(|| WebError::new(StatusCode::UNAUTHORIZED, "not logged in"))?;
+    st.call(move |st| f(st, &st.music.catalog(&st.db), &user))
+        .await?
 }
 
 /// `/ui/stream/ID`: a song the session's user may see, through
@@ -348,17 +342,19 @@ async fn stream(
     h: HeaderMap,
     Path(id): Path<String>,
     User(user, _): User,
-) -> Response {
+) -> WebResult {
     use crate::source::{Play, Request, SongRef, Who};
     let req = Request {
         song: SongRef::Id(id),
         who: Who::User(user),
         play: Play::Browser { client: WEB_CLIENT },
     };
-    match crate::source::decide(&st, None, req).await {
-        Ok(source) => crate::source::serve(&st, source, &h, method == Method::HEAD)
+    let source = crate::source::decide(&st, None, req)
+        .await
+        .map_err(|_| WebError::not_found("no such song"))?;
+    Ok(
+        crate::source::serve(&st, source, &h, method == Method::HEAD)
             .await
             .unwrap_or_else(|e| crate::transcode::error_response(&e)),
-        Err(_) => err(StatusCode::NOT_FOUND, "no such song"),
-    }
+    )
 }

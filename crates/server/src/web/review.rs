@@ -11,8 +11,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::Json;
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
@@ -21,8 +20,8 @@ use serde_json::{json, Value};
 use spindle_listens::{ChartKind, ChartQuery};
 
 use super::charts::{day_start, local_day};
-use super::err;
 use super::extract::User;
+use super::{WebError, WebResult};
 use crate::state::AppState;
 use crate::time::{date_of_day, day_of_date};
 
@@ -42,23 +41,19 @@ pub(super) async fn review(
     State(st): State<AppState>,
     User(user, _): User,
     Query(q): Query<ReviewQ>,
-) -> Response {
+) -> WebResult {
     let tz = st.accounts.time_zone(&user);
     let year = match q.year.as_deref().map(str::trim).filter(|y| !y.is_empty()) {
         None => date_of_day(local_day(&tz, st.now())).year(),
-        Some(y) => match y.parse::<i16>().ok().filter(|y| (1..=9998).contains(y)) {
-            Some(y) => y,
-            None => {
-                return err(
-                    StatusCode::BAD_REQUEST,
-                    "year must be a year such as 2024 (1 to 9998)",
-                )
-            }
-        },
+        Some(y) => y
+            .parse::<i16>()
+            .ok()
+            .filter(|y| (1..=9998).contains(y))
+            .ok_or_else(|| WebError::bad_request("year must be a year such as 2024 (1 to 9998)"))?,
     };
-    tokio::task::spawn_blocking(move || Json(year_review(&st, &user, &tz, year)).into_response())
-        .await
-        .unwrap_or_else(|_| err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
+    Ok(st
+        .call(move |st| Json(year_review(st, &user, &tz, year)).into_response())
+        .await?)
 }
 
 /// When `year` begins and ends in `tz`: `[from, to]`, UNIX seconds.

@@ -4,35 +4,22 @@
 //! per app (made — the key shown once — listed by id, revoked). Changing
 //! either needs the Subsonic settings role; every POST the CSRF header.
 
-#![allow(
-    clippy::result_large_err,
-    reason = "the error is the axum Response sent straight back; boxing it buys nothing once per request"
-)]
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::err;
 use super::extract::{Role, SmallJson, User};
+use super::{WebError, WebResult};
 use crate::accounts::{AccountError, Revoked, DEFAULT_TIME_ZONE};
 use crate::state::AppState;
-
-pub(super) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/ui/api/me/settings", get(settings).post(set_settings))
-        .route("/ui/api/me/apikeys", post(add_key))
-        .route("/ui/api/me/apikeys/revoke", post(revoke_key))
-}
 
 /// The role a change needs (a read needs only a session): the Subsonic
 /// settings role.
 #[derive(Default)]
-struct Changer;
+pub(super) struct Changer;
 
 impl Role for Changer {
     const REFUSAL: &'static str =
@@ -43,7 +30,7 @@ impl Role for Changer {
     }
 }
 
-fn account_err(e: AccountError) -> Response {
+fn account_err(e: AccountError) -> WebError {
     let status = match e {
         AccountError::NoSuchUser(_) => StatusCode::NOT_FOUND,
         AccountError::Io { .. } | AccountError::Corrupt { .. } | AccountError::Hash(_) => {
@@ -51,7 +38,7 @@ fn account_err(e: AccountError) -> Response {
         }
         _ => StatusCode::BAD_REQUEST,
     };
-    err(status, &e.to_string())
+    WebError::new(status, e.to_string())
 }
 
 /// `{"timezone", "default", "apps"}`: the user's time zone (the default
@@ -73,63 +60,65 @@ fn settings_json(st: &AppState, user: &str) -> Response {
 }
 
 /// `GET /ui/api/me/settings`.
-async fn settings(State(st): State<AppState>, User(u, _): User) -> Response {
+pub(super) async fn settings(State(st): State<AppState>, User(u, _): User) -> Response {
     settings_json(&st, &u)
 }
 
 #[derive(Deserialize)]
-struct SettingsForm {
+pub(super) struct SettingsForm {
     timezone: Option<String>,
 }
 
 /// `POST /ui/api/me/settings` `{"timezone"}`: an IANA name (`""`: back to
 /// UTC); `400` names a zone the database does not know.
-async fn set_settings(
+pub(super) async fn set_settings(
     State(st): State<AppState>,
     User(u, Changer): User<Changer>,
     SmallJson(f): SmallJson<SettingsForm>,
-) -> Response {
+) -> WebResult {
     if let Some(tz) = f.timezone {
-        if let Err(e) = st.accounts.set_time_zone(&u, &tz) {
-            return account_err(e);
-        }
+        let u = u.clone();
+        st.call(move |st| st.accounts.set_time_zone(&u, &tz))
+            .await?
+            .map_err(account_err)?;
     }
-    settings_json(&st, &u)
+    Ok(settings_json(&st, &u))
 }
 
 #[derive(Deserialize)]
-struct NewKey {
+pub(super) struct NewKey {
     app: String,
 }
 
 /// `POST /ui/api/me/apikeys` `{"app"}`: a new API key for one app:
 /// `{"key", "id", "app"}`, the key shown this once.
-async fn add_key(
+pub(super) async fn add_key(
     State(st): State<AppState>,
     User(u, Changer): User<Changer>,
     SmallJson(f): SmallJson<NewKey>,
-) -> Response {
-    match st.accounts.add_app_key(&u, &f.app, st.now()) {
-        Ok((key, id)) => {
-            tracing::info!(user = %u, id = %id, "API key made");
-            Json(json!({ "key": key, "id": id, "app": f.app.trim() })).into_response()
-        }
-        Err(e) => account_err(e),
-    }
+) -> WebResult {
+    let (u2, app) = (u.clone(), f.app.clone());
+    let (key, id) = st
+        .call(move |st| st.accounts.add_app_key(&u2, &app, st.now()))
+        .await?
+        .map_err(account_err)?;
+    tracing::info!(user = %u, id = %id, "API key made");
+    Ok(Json(json!({ "key": key, "id": id, "app": f.app.trim() })).into_response())
 }
 
 #[derive(Deserialize)]
-struct RevokeForm {
+pub(super) struct RevokeForm {
     id: String,
 }
 
 /// `POST /ui/api/me/apikeys/revoke` `{"id"}`: ends one of the user's own
 /// API keys; `404` if none of theirs has that id.
-async fn revoke_key(
+pub(super) async fn revoke_key(
     State(st): State<AppState>,
     User(u, Changer): User<Changer>,
     SmallJson(f): SmallJson<RevokeForm>,
-) -> Response {
+) -> WebResult {
+    let not_mine = || WebError::not_found("no such API key of yours");
     // Ids only, and the user's own: a session key is not revoked here.
     let mine = st
         .accounts
@@ -137,14 +126,16 @@ async fn revoke_key(
         .into_iter()
         .any(|(id, _)| id == f.id);
     if !mine {
-        return err(StatusCode::NOT_FOUND, "no such API key of yours");
+        return Err(not_mine());
     }
-    match st.accounts.revoke(&u, &f.id) {
-        Ok(Some(Revoked::AppKey { id, .. })) => {
-            tracing::info!(user = %u, id = %id, "API key revoked");
-            Json(json!({ "revoked": id })).into_response()
-        }
-        Ok(_) => err(StatusCode::NOT_FOUND, "no such API key of yours"),
-        Err(e) => account_err(e),
-    }
+    let u2 = u.clone();
+    let revoked = st
+        .call(move |st| st.accounts.revoke(&u2, &f.id))
+        .await?
+        .map_err(account_err)?;
+    let Some(Revoked::AppKey { id, .. }) = revoked else {
+        return Err(not_mine());
+    };
+    tracing::info!(user = %u, id = %id, "API key revoked");
+    Ok(Json(json!({ "revoked": id })).into_response())
 }

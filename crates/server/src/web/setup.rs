@@ -12,24 +12,19 @@
 //! user exists (made here, or with `spindle user add`), setup answers
 //! `409` and the page shows the login form.
 
-#![allow(
-    clippy::result_large_err,
-    reason = "the error is the axum Response sent straight back; boxing it buys nothing once per request"
-)]
-
 use std::net::IpAddr;
 use std::sync::Mutex;
 
 use argon2::password_hash::rand_core::{OsRng, RngCore};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::err;
 use super::extract::{Csrf, SmallJson};
+use super::{WebError, WebResult};
 use crate::accounts::{constant_eq, Accounts, Profile, Roles};
 use crate::auth_guard::ClientIp;
 use crate::state::{lock, AppState};
@@ -103,7 +98,7 @@ impl AppState {
         if !self.accounts.user_names().is_empty() {
             return None;
         }
-        lock(&self.first_run.code).clone()
+        lock(&self.web.first_run.code).clone()
     }
 }
 
@@ -136,8 +131,10 @@ pub(super) async fn status(
     State(st): State<AppState>,
     ClientIp(ip): ClientIp,
     h: HeaderMap,
-) -> Response {
-    Json(json!({ "needed": no_users(&st), "local": is_local(&st, ip, &h) })).into_response()
+) -> WebResult {
+    // Whether there are users is read from the accounts file.
+    let needed = st.call(no_users).await?;
+    Ok(Json(json!({ "needed": needed, "local": is_local(&st, ip, &h) })).into_response())
 }
 
 #[derive(Deserialize)]
@@ -156,42 +153,40 @@ pub(super) async fn create(
     h: HeaderMap,
     _: Csrf,
     SmallJson(form): SmallJson<SetupForm>,
-) -> Response {
+) -> WebResult {
     let local = is_local(&st, ip, &h);
-    let st2 = st.clone();
-    let made = tokio::task::spawn_blocking(move || {
-        let _one = lock(&st2.first_run.claim);
-        if !no_users(&st2) {
-            return Err(err(
-                StatusCode::CONFLICT,
-                "this server already has users: log in instead",
-            ));
-        }
-        if !local && !st2.first_run.matches(&form.code) {
-            tracing::warn!(client = ?ip, "first-user setup refused: wrong or missing setup code");
-            return Err(err(
-                StatusCode::FORBIDDEN,
-                "from another machine, enter the setup code that `spindle serve` printed",
-            ));
-        }
-        let profile = Profile {
-            roles: Roles::ALL,
-            ..Profile::default()
-        };
-        st2.accounts
-            .add_user_with(&form.user, &form.password, st2.now(), profile)
-            .map_err(|e| err(StatusCode::BAD_REQUEST, &e.to_string()))?;
-        *lock(&st2.first_run.code) = None;
-        tracing::info!(user = %form.user, "first user created, as administrator");
-        Ok(form.user)
-    })
-    .await
-    .unwrap_or_else(|_| Err(err(StatusCode::INTERNAL_SERVER_ERROR, "the request failed")));
-    let user = match made {
-        Ok(u) => u,
-        Err(r) => return r,
+    let user = st.call(move |st| claim(st, local, ip, form)).await??;
+    Ok(super::logged_in(&st, &user, true, &h, ip))
+}
+
+/// Makes the first user from `form`, if there is none and this browser
+/// may (`local`, or the setup code); one claim at a time. Blocking.
+fn claim(st: &AppState, local: bool, ip: Option<IpAddr>, form: SetupForm) -> WebResult<String> {
+    let first_run = &st.web.first_run;
+    let _one = lock(&first_run.claim);
+    if !no_users(st) {
+        return Err(WebError::new(
+            StatusCode::CONFLICT,
+            "this server already has users: log in instead",
+        ));
+    }
+    if !local && !first_run.matches(&form.code) {
+        tracing::warn!(client = ?ip, "first-user setup refused: wrong or missing setup code");
+        return Err(WebError::new(
+            StatusCode::FORBIDDEN,
+            "from another machine, enter the setup code that `spindle serve` printed",
+        ));
+    }
+    let profile = Profile {
+        roles: Roles::ALL,
+        ..Profile::default()
     };
-    super::logged_in(&st, &user, true, &h, ip)
+    st.accounts
+        .add_user_with(&form.user, &form.password, st.now(), profile)
+        .map_err(|e| WebError::bad_request(e.to_string()))?;
+    *lock(&first_run.code) = None;
+    tracing::info!(user = %form.user, "first user created, as administrator");
+    Ok(form.user)
 }
 
 #[cfg(test)]
