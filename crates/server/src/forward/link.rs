@@ -264,7 +264,31 @@ pub fn remove(root: &Path, user: &str, name: &str) -> Result<(), ForwardError> {
             name: name.to_owned(),
         });
     }
-    fs::remove_dir_all(&dir).map_err(io(&dir))
+    // Out of sight first, in one rename: the link is gone for the
+    // registry's next look, and its forwarder, which may still be writing
+    // its status or cursor into the folder, writes into a folder no list
+    // shows. A removal that then races such a write ("directory not
+    // empty") is tried again; what is left is a hidden folder, removed at
+    // the next unlink or ignored (names starting with '.' are never links).
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let grave = dir.with_file_name(format!(".unlinked-{name}-{stamp}"));
+    fs::rename(&dir, &grave).map_err(io(&dir))?;
+    for attempt in 0..5u64 {
+        match fs::remove_dir_all(&grave) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if attempt == 4 => {
+                tracing::warn!(
+                    "forward: the removed link's folder {} stays behind: {e}",
+                    grave.display()
+                );
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20 << attempt)),
+        }
+    }
+    Ok(())
 }
 
 /// Every link under `root`: (user, name, folder), sorted.
@@ -433,6 +457,38 @@ mod tests {
             remove(root, "ann lee", "lb"),
             Err(ForwardError::NoLink { .. })
         ));
+    }
+
+    /// The link's forwarder may write its status into the folder while
+    /// it is removed; the removal still succeeds and leaves no link.
+    #[test]
+    fn a_link_is_removed_while_its_forwarder_keeps_writing_into_its_folder() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().to_owned();
+        for round in 0..20 {
+            let dir = link_dir(&root, "ann", "lb");
+            save(&dir, &link(), 100).unwrap();
+            for n in 0..200 {
+                fs::write(dir.join(format!("old-{n}")), b"x").unwrap();
+            }
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let writer = {
+                let (dir, stop) = (dir.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut n = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        let _ = fs::write(dir.join(format!("status-{n}")), b"{}");
+                        n += 1;
+                    }
+                })
+            };
+            let removed = remove(&root, "ann", "lb");
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            writer.join().unwrap();
+            removed.unwrap_or_else(|e| panic!("round {round}: {e}"));
+            assert!(list(&root).is_empty());
+            assert!(names(&root, "ann").is_empty());
+        }
     }
 
     #[test]
