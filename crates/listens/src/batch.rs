@@ -5,9 +5,11 @@
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
+use crate::checkpoint::codec::{In, Out};
 use crate::index::IdMap;
 use crate::model::ListenRef;
 use crate::normalise::normalise_into;
+use crate::siphash::Sip13;
 
 /// A listen's names, normalised.
 #[derive(Debug, Clone, Copy)]
@@ -20,32 +22,58 @@ pub(crate) struct Norms<'a> {
 }
 
 /// The track of a listen — (user, normalised artist, normalised title) —
-/// and its (user, MusicBrainz id), hashed to 128 bits by two SipHash keys
-/// drawn for this process. Clients cannot aim collisions at keys they do
-/// not know, and a chance one (about n²/2¹²⁹) is far below a disk's error
-/// rate. The set is rebuilt from the log on open, so keys need not be
-/// stable across runs.
+/// and its (user, MusicBrainz id), hashed to 128 bits by two SipHash-1-3
+/// keys drawn at random when the history is first indexed, and kept in
+/// its checkpoint (the dedupe set is stored there, by these keys).
+/// Clients cannot aim collisions at keys they do not know, and a chance
+/// one (about n²/2¹²⁹) is far below a disk's error rate.
 pub(crate) struct DedupeHasher {
-    a: RandomState,
-    b: RandomState,
+    keys: [u64; 4],
 }
 
 impl DedupeHasher {
+    /// A hasher with new random keys.
     pub(crate) fn new() -> DedupeHasher {
+        let s = RandomState::new();
         DedupeHasher {
-            a: RandomState::new(),
-            b: RandomState::new(),
+            keys: [0u64, 1, 2, 3].map(|i| s.hash_one(i)),
         }
     }
 
+    /// The hasher of a checkpoint, with the keys it was written with.
+    pub(crate) fn with_keys(keys: [u64; 4]) -> DedupeHasher {
+        DedupeHasher { keys }
+    }
+
+    pub(crate) fn keys(&self) -> [u64; 4] {
+        self.keys
+    }
+
+    fn both(&self, write: impl Fn(&mut Sip13)) -> u128 {
+        let [a0, a1, b0, b1] = self.keys;
+        let one = |k0, k1| {
+            let mut h = Sip13::new(k0, k1);
+            write(&mut h);
+            h.finish()
+        };
+        (u128::from(one(a0, a1)) << 64) | u128::from(one(b0, b1))
+    }
+
     fn key(&self, user: &str, artist: &str, title: &str) -> u128 {
-        let one = |s: &RandomState| s.hash_one((user, artist, title));
-        (u128::from(one(&self.a)) << 64) | u128::from(one(&self.b))
+        self.both(|h| {
+            h.write(&[0]);
+            h.write_str(user);
+            h.write_str(artist);
+            h.write_str(title);
+        })
     }
 
     fn mbid_key(&self, user: &str, mbid: &str) -> u128 {
-        let one = |s: &RandomState| s.hash_one((1u8, user, mbid));
-        (u128::from(one(&self.a)) << 64) | u128::from(one(&self.b))
+        self.both(|h| {
+            h.write(&[1]);
+            h.write_str(user);
+            h.write_str(mbid);
+        })
     }
 
     /// The key of a listen whose names are already normalised.
@@ -82,8 +110,8 @@ pub const MAX_DEDUPE_TRACK_SECS: u32 = 3600;
 pub(crate) struct Seen {
     /// Seconds; 0: only the same start time is a duplicate.
     window: i64,
-    tracks: IdMap<u128, Vec<i64>>,
-    mbids: IdMap<u128, Vec<i64>>,
+    pub(crate) tracks: IdMap<u128, Vec<i64>>,
+    pub(crate) mbids: IdMap<u128, Vec<i64>>,
 }
 
 /// Whether `times` (sorted) holds one within `w` of `ts`.
@@ -168,6 +196,43 @@ impl Seen {
         if let Some(m) = k.mbid {
             put(&mut self.mbids, m, k.ts);
         }
+    }
+
+    /// Appends the set (not its window, an option of each open) to `o`.
+    pub(crate) fn save(&self, o: &mut Out) {
+        for map in [&self.tracks, &self.mbids] {
+            o.len(map.len());
+            for (&k, times) in map {
+                o.u128(k);
+                o.len(times.len());
+                for &t in times {
+                    o.i64(t);
+                }
+            }
+        }
+    }
+
+    /// Reads what [`Seen::save`] wrote into a set with `window`.
+    pub(crate) fn load(i: &mut In<'_>, window: i64) -> Option<Seen> {
+        let mut seen = Seen::new(window);
+        for map in [&mut seen.tracks, &mut seen.mbids] {
+            let n = i.len(24)?;
+            map.reserve(n);
+            for _ in 0..n {
+                let k = i.u128()?;
+                let m = i.len(8)?;
+                let mut times = Vec::with_capacity(m);
+                for _ in 0..m {
+                    times.push(i.i64()?);
+                }
+                // Sorted, as `near` needs.
+                if !times.is_sorted() {
+                    return None;
+                }
+                map.insert(k, times);
+            }
+        }
+        Some(seen)
     }
 
     /// Forgets a listen recorded by [`Seen::insert`] (its write failed).

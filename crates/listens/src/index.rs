@@ -1,6 +1,6 @@
 //! In-memory indexes over the log: listens by time per user, chart
 //! counters (overall totals plus per-day buckets), loved tracks, dedupe.
-//! Rebuilt from the log on open.
+//! Rebuilt from the log on open, or loaded from a checkpoint (`snap.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -11,6 +11,7 @@ use crate::model::{Listen, ListenRef};
 use crate::normalise::normalise;
 
 mod fix;
+mod snap;
 mod stats;
 
 pub(crate) use fix::Fix;
@@ -704,7 +705,12 @@ impl Index {
                 timestamp: ts,
             })
             .collect();
-        v.sort_by_key(|l| std::cmp::Reverse(l.timestamp));
+        // Loves of the same second by name: the same order whatever order
+        // the table holds them in (it differs between a replay and a
+        // checkpoint's load).
+        v.sort_by(|a, b| {
+            (b.timestamp, &a.artist, &a.title).cmp(&(a.timestamp, &b.artist, &b.title))
+        });
         v
     }
 
