@@ -50,8 +50,10 @@ impl Listens {
             id,
             ..Corrected::default()
         };
-        self.index().correct(user, id, when, what, Some(&mut delta));
-        Tally::add(&self.tally.corrections, 1);
+        self.in_turn(id, record.len(), || {
+            self.index().correct(user, id, when, what, Some(&mut delta));
+            Tally::add(&self.tally.corrections, 1);
+        });
         let mut seen = lock(&self.seen);
         for l in &delta.added {
             seen.add(&key_of(&self.hasher, l));
@@ -113,13 +115,15 @@ impl Listens {
         self.log.upgrade(crate::log::VERSION_CORRECTIONS)?;
         let mut record = Vec::new();
         encode_unfix(user, when, id, &mut record);
-        self.log.append(&record)?;
+        let at = self.log.append_at(&record)?;
         let mut delta = Corrected {
             id,
             ..Corrected::default()
         };
-        self.index().undo(user, id, false, Some(&mut delta));
-        Tally::add(&self.tally.corrections, 1);
+        self.in_turn(at, record.len(), || {
+            self.index().undo(user, id, false, Some(&mut delta));
+            Tally::add(&self.tally.corrections, 1);
+        });
         let mut seen = lock(&self.seen);
         for l in &delta.added {
             seen.add(&key_of(&self.hasher, l));

@@ -263,6 +263,7 @@ impl GroupLog {
     /// once they are fsynced. Concurrent callers share the write and the
     /// fsync of whoever flushes first (group commit); the caller's bytes
     /// are copied once, into the shared queue.
+    #[cfg(test)]
     pub(crate) fn append(&self, records: &[u8]) -> Result<(), AppendError> {
         self.append_at(records).map(|_| ())
     }

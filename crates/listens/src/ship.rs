@@ -132,7 +132,9 @@ impl Listens {
             end: start + bytes.len() as u64,
             ..Applied::default()
         };
-        self.index_shipped(bytes, start, &mut out);
+        self.in_turn(start, bytes.len(), || {
+            self.index_shipped(bytes, start, &mut out)
+        });
         Ok(out)
     }
 

@@ -7,7 +7,7 @@
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use crate::batch::{DedupeHasher, Prepared, Seen};
@@ -76,6 +76,9 @@ pub struct Listens {
     /// carries.
     pub(crate) tally: Tally,
     dir: PathBuf,
+    /// Where the records in the indexes end ([`Listens::in_turn`]).
+    turn: Mutex<u64>,
+    turn_cv: Condvar,
     /// Where the last checkpoint written or loaded ends; held while one
     /// is written, so two writes never share the temporary file.
     saved: Mutex<u64>,
@@ -245,6 +248,7 @@ impl Listens {
             index.rebuild(&user, None);
         }
         report.truncated_bytes = truncated;
+        let end = log.committed_end();
         let tally = Tally::default();
         tally
             .listens
@@ -264,10 +268,30 @@ impl Listens {
                 gate: RwLock::new(()),
                 tally,
                 dir: dir.to_owned(),
+                turn: Mutex::new(end),
+                turn_cv: Condvar::new(),
                 saved: Mutex::new(start),
             },
             report,
         ))
+    }
+
+    /// Runs `publish`, which puts the records at `[at, at + len)` of the
+    /// log into the indexes, once every record before them is in: the
+    /// indexes take records in log order, as a replay does, whatever
+    /// order concurrent writers wake in after their shared fsync. (The
+    /// listens' numbers in the indexes, which order listens of the same
+    /// second and place corrections among listens, are then the same
+    /// live, after a replay and after a checkpoint's load.)
+    pub(crate) fn in_turn<R>(&self, at: u64, len: usize, publish: impl FnOnce() -> R) -> R {
+        let mut next = lock(&self.turn);
+        while *next < at {
+            next = self.turn_cv.wait(next).unwrap_or_else(|e| e.into_inner());
+        }
+        let out = publish();
+        *next = (*next).max(at + len as u64);
+        self.turn_cv.notify_all();
+        out
     }
 
     /// A change's share of the gate (see [`Listens::checkpoint`]).
@@ -364,14 +388,16 @@ impl Listens {
         } else {
             Ok(())
         };
-        match written.and_then(|()| self.log.append(&records)) {
-            Ok(()) => {
+        match written.and_then(|()| self.log.append_at(&records)) {
+            Ok(at) => {
                 if !fresh.is_empty() {
-                    let mut ix = self.index();
-                    for &i in &fresh {
-                        ix.add(&listens[i].as_ref(), &prep.norms(i));
-                    }
-                    Tally::add(&self.tally.listens, fresh.len());
+                    self.in_turn(at, records.len(), || {
+                        let mut ix = self.index();
+                        for &i in &fresh {
+                            ix.add(&listens[i].as_ref(), &prep.norms(i));
+                        }
+                        Tally::add(&self.tally.listens, fresh.len());
+                    });
                 }
                 Ok(out)
             }
@@ -399,9 +425,11 @@ impl Listens {
         let mut record = Vec::new();
         encode_love(user, artist, title, timestamp, loved, &mut record);
         let _change = self.changing();
-        self.log.append(&record)?;
-        self.index().love(user, artist, title, timestamp, loved);
-        Tally::add(&self.tally.love_events, 1);
+        let at = self.log.append_at(&record)?;
+        self.in_turn(at, record.len(), || {
+            self.index().love(user, artist, title, timestamp, loved);
+            Tally::add(&self.tally.love_events, 1);
+        });
         Ok(())
     }
 
