@@ -35,6 +35,7 @@ impl Out {
 }
 
 /// Reads what [`Out`] wrote.
+#[derive(Clone)]
 pub(crate) struct In<'a> {
     b: &'a [u8],
 }
@@ -78,6 +79,10 @@ impl<'a> In<'a> {
     pub(crate) fn len(&mut self, min: usize) -> Option<usize> {
         let n = usize::try_from(self.u64()?).ok()?;
         (n.checked_mul(min.max(1))? <= self.b.len()).then_some(n)
+    }
+    /// Skips `n` bytes.
+    pub(crate) fn skip(&mut self, n: usize) -> Option<()> {
+        self.take(n).map(|_| ())
     }
     pub(crate) fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = self.len(1)?;
