@@ -579,3 +579,31 @@ fn checkpoints_taken_while_listens_are_submitted_are_exactly_the_log_up_to_their
     let (_copy, full) = replayed(dir.path());
     same_answers(&s, &full);
 }
+
+#[test]
+fn a_long_log_with_its_start_kept_and_other_records_after_it_is_another_log() {
+    // More than twice the 64 KiB each print covers, so the two differ.
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = Listens::open_with(dir.path(), Options::default()).unwrap();
+    let mut r = Lcg(11);
+    while s.committed_end() < 400 * 1024 {
+        let batch: Vec<Listen> = (0..200).map(|_| listen(&mut r, "ann")).collect();
+        s.submit(&batch).unwrap();
+    }
+    let covers = s.checkpoint().unwrap();
+    drop(s);
+    // The first 300 KiB kept (the head print's bytes among them), the
+    // rest other listens, past the checkpoint's end.
+    let log = dir.path().join(LOG_FILE);
+    let bytes = std::fs::read(&log).unwrap();
+    let cut = boundary_before(dir.path(), 300 * 1024);
+    std::fs::write(&log, &bytes[..cut as usize]).unwrap();
+    let (s, rep) = Listens::open_with(dir.path(), Options::default()).unwrap();
+    assert!(matches!(rep.checkpoint, CheckpointUse::Ignored { .. }));
+    let mut r = Lcg(12);
+    while s.committed_end() <= covers {
+        s.submit(&[listen(&mut r, "bob")]).unwrap();
+    }
+    drop(s);
+    opens_by_full_replay(dir.path(), "another log");
+}
