@@ -7,7 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::{Counts, CreditLists, Fix, IdMap, Index, Interner, Rec, UserIdx};
+use super::counts::{ArtistK, Counts, PairK, Tally};
+use super::{CreditLists, Fix, IdMap, Index, Interner, Rec, UserIdx};
 use crate::checkpoint::codec::{In, Out};
 use crate::correction::{decode_correction, encode_correction, Correction};
 
@@ -64,43 +65,43 @@ fn get_correction(i: &mut In<'_>) -> Option<(i64, Correction)> {
     Some((when, what))
 }
 
-fn put_counts(o: &mut Out, c: &Counts) {
+fn put_counts<A: Tally<ArtistK>, P: Tally<PairK>>(o: &mut Out, c: &Counts<A, P>) {
     o.u32(c.listens);
     o.len(c.artists.len());
-    for (&k, &n) in &c.artists {
+    c.artists.each(|k, n| {
         o.u32(k);
         o.u32(n);
-    }
+    });
     for m in [&c.albums, &c.tracks] {
         o.len(m.len());
-        for (&(a, b), &n) in m {
+        m.each(|(a, b), n| {
             o.u32(a);
             o.u32(b);
             o.u32(n);
-        }
+        });
     }
 }
 
-fn get_counts(i: &mut In<'_>) -> Option<Counts> {
+fn get_counts<A: Tally<ArtistK>, P: Tally<PairK>>(i: &mut In<'_>) -> Option<Counts<A, P>> {
     let listens = i.u32()?;
     let n = i.len(8)?;
-    let mut artists = IdMap::with_capacity_and_hasher(n, Default::default());
+    let mut artists = Vec::with_capacity(n);
     for _ in 0..n {
-        artists.insert(i.u32()?, i.u32()?);
+        artists.push((i.u32()?, i.u32()?));
     }
-    let mut pairs = || -> Option<IdMap<(u32, u32), u32>> {
+    let mut pairs = || -> Option<P> {
         let n = i.len(12)?;
-        let mut m = IdMap::with_capacity_and_hasher(n, Default::default());
+        let mut v = Vec::with_capacity(n);
         for _ in 0..n {
-            m.insert((i.u32()?, i.u32()?), i.u32()?);
+            v.push(((i.u32()?, i.u32()?), i.u32()?));
         }
-        Some(m)
+        P::from_pairs(v)
     };
     let albums = pairs()?;
     let tracks = pairs()?;
     Some(Counts {
         listens,
-        artists,
+        artists: A::from_pairs(artists)?,
         albums,
         tracks,
     })
