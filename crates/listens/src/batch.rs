@@ -5,9 +5,11 @@
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
+use crate::checkpoint::codec::{In, Out};
 use crate::index::IdMap;
 use crate::model::ListenRef;
 use crate::normalise::normalise_into;
+use crate::siphash::Sip13;
 
 /// A listen's names, normalised.
 #[derive(Debug, Clone, Copy)]
@@ -20,32 +22,58 @@ pub(crate) struct Norms<'a> {
 }
 
 /// The track of a listen — (user, normalised artist, normalised title) —
-/// and its (user, MusicBrainz id), hashed to 128 bits by two SipHash keys
-/// drawn for this process. Clients cannot aim collisions at keys they do
-/// not know, and a chance one (about n²/2¹²⁹) is far below a disk's error
-/// rate. The set is rebuilt from the log on open, so keys need not be
-/// stable across runs.
+/// and its (user, MusicBrainz id), hashed to 128 bits by two SipHash-1-3
+/// keys drawn at random when the history is first indexed, and kept in
+/// its checkpoint (the dedupe set is stored there, by these keys).
+/// Clients cannot aim collisions at keys they do not know, and a chance
+/// one (about n²/2¹²⁹) is far below a disk's error rate.
 pub(crate) struct DedupeHasher {
-    a: RandomState,
-    b: RandomState,
+    keys: [u64; 4],
 }
 
 impl DedupeHasher {
+    /// A hasher with new random keys.
     pub(crate) fn new() -> DedupeHasher {
+        let s = RandomState::new();
         DedupeHasher {
-            a: RandomState::new(),
-            b: RandomState::new(),
+            keys: [0u64, 1, 2, 3].map(|i| s.hash_one(i)),
         }
     }
 
+    /// The hasher of a checkpoint, with the keys it was written with.
+    pub(crate) fn with_keys(keys: [u64; 4]) -> DedupeHasher {
+        DedupeHasher { keys }
+    }
+
+    pub(crate) fn keys(&self) -> [u64; 4] {
+        self.keys
+    }
+
+    fn both(&self, write: impl Fn(&mut Sip13)) -> u128 {
+        let [a0, a1, b0, b1] = self.keys;
+        let one = |k0, k1| {
+            let mut h = Sip13::new(k0, k1);
+            write(&mut h);
+            h.finish()
+        };
+        (u128::from(one(a0, a1)) << 64) | u128::from(one(b0, b1))
+    }
+
     fn key(&self, user: &str, artist: &str, title: &str) -> u128 {
-        let one = |s: &RandomState| s.hash_one((user, artist, title));
-        (u128::from(one(&self.a)) << 64) | u128::from(one(&self.b))
+        self.both(|h| {
+            h.write(&[0]);
+            h.write_str(user);
+            h.write_str(artist);
+            h.write_str(title);
+        })
     }
 
     fn mbid_key(&self, user: &str, mbid: &str) -> u128 {
-        let one = |s: &RandomState| s.hash_one((1u8, user, mbid));
-        (u128::from(one(&self.a)) << 64) | u128::from(one(&self.b))
+        self.both(|h| {
+            h.write(&[1]);
+            h.write_str(user);
+            h.write_str(mbid);
+        })
     }
 
     /// The key of a listen whose names are already normalised.
@@ -82,32 +110,88 @@ pub const MAX_DEDUPE_TRACK_SECS: u32 = 3600;
 pub(crate) struct Seen {
     /// Seconds; 0: only the same start time is a duplicate.
     window: i64,
-    tracks: IdMap<u128, Vec<i64>>,
-    mbids: IdMap<u128, Vec<i64>>,
+    tracks: Times,
+    mbids: Times,
 }
 
-/// Whether `times` (sorted) holds one within `w` of `ts`.
-fn near(times: Option<&Vec<i64>>, ts: i64, w: i64) -> bool {
-    let Some(v) = times else {
-        return false;
-    };
-    let i = v.partition_point(|&t| t < ts.saturating_sub(w));
-    v.get(i).is_some_and(|&t| t <= ts.saturating_add(w))
+/// Start times per key (a track's or a recording's hash). Most keys have
+/// one listen: their time sits in `one`, 24 bytes a key in the table,
+/// with no vector of its own; a key with more has all its times, sorted,
+/// in `more` instead. A key is in one table or the other, never both.
+#[derive(Default)]
+pub(crate) struct Times {
+    one: IdMap<u128, i64>,
+    more: IdMap<u128, Vec<i64>>,
 }
 
-fn put(map: &mut IdMap<u128, Vec<i64>>, k: u128, ts: i64) {
-    let v = map.entry(k).or_default();
-    let i = v.partition_point(|&t| t <= ts);
-    v.insert(i, ts);
-}
+impl Times {
+    /// Whether `k` has a time within `w` of `ts`.
+    fn near(&self, k: u128, ts: i64, w: i64) -> bool {
+        if let Some(&t) = self.one.get(&k) {
+            return t >= ts.saturating_sub(w) && t <= ts.saturating_add(w);
+        }
+        let Some(v) = self.more.get(&k) else {
+            return false;
+        };
+        let i = v.partition_point(|&t| t < ts.saturating_sub(w));
+        v.get(i).is_some_and(|&t| t <= ts.saturating_add(w))
+    }
 
-fn take(map: &mut IdMap<u128, Vec<i64>>, k: u128, ts: i64) {
-    if let Some(v) = map.get_mut(&k) {
+    fn put(&mut self, k: u128, ts: i64) {
+        if let Some(v) = self.more.get_mut(&k) {
+            let i = v.partition_point(|&t| t <= ts);
+            v.insert(i, ts);
+        } else if let Some(t) = self.one.remove(&k) {
+            self.more.insert(k, vec![t.min(ts), t.max(ts)]);
+        } else {
+            self.one.insert(k, ts);
+        }
+    }
+
+    fn take(&mut self, k: u128, ts: i64) {
+        if self.one.get(&k) == Some(&ts) {
+            self.one.remove(&k);
+            return;
+        }
+        let Some(v) = self.more.get_mut(&k) else {
+            return;
+        };
         if let Some(i) = v.iter().rposition(|&t| t == ts) {
             v.remove(i);
         }
-        if v.is_empty() {
-            map.remove(&k);
+        if let [t] = v[..] {
+            self.more.remove(&k);
+            self.one.insert(k, t);
+        } else if v.is_empty() {
+            self.more.remove(&k);
+        }
+    }
+
+    /// How many keys.
+    fn len(&self) -> usize {
+        self.one.len() + self.more.len()
+    }
+
+    /// Each key with its times, sorted.
+    fn each(&self, mut f: impl FnMut(u128, &[i64])) {
+        for (&k, t) in &self.one {
+            f(k, std::slice::from_ref(t));
+        }
+        for (&k, v) in &self.more {
+            f(k, v);
+        }
+    }
+
+    /// Sets the times of a key not in the tables yet (at least one,
+    /// sorted); false if they are not.
+    fn set(&mut self, k: u128, times: Vec<i64>) -> bool {
+        if !times.is_sorted() {
+            return false;
+        }
+        match times[..] {
+            [] => false,
+            [t] => !self.more.contains_key(&k) && self.one.insert(k, t).is_none(),
+            _ => !self.one.contains_key(&k) && self.more.insert(k, times).is_none(),
         }
     }
 }
@@ -119,8 +203,8 @@ impl Seen {
     pub(crate) fn new(window: i64) -> Seen {
         Seen {
             window: window.max(0),
-            tracks: IdMap::default(),
-            mbids: IdMap::default(),
+            tracks: Times::default(),
+            mbids: Times::default(),
         }
     }
 
@@ -142,8 +226,7 @@ impl Seen {
     /// whether it was new.
     pub(crate) fn insert(&mut self, k: &Key) -> bool {
         let w = self.window_for(k.duration);
-        if near(self.tracks.get(&k.track), k.ts, w)
-            || k.mbid.is_some_and(|m| near(self.mbids.get(&m), k.ts, w))
+        if self.tracks.near(k.track, k.ts, w) || k.mbid.is_some_and(|m| self.mbids.near(m, k.ts, w))
         {
             return false;
         }
@@ -155,7 +238,7 @@ impl Seen {
     /// second (replay: the log holds what the writer let through, under
     /// whatever window it had then).
     pub(crate) fn insert_exact(&mut self, k: &Key) -> bool {
-        if near(self.tracks.get(&k.track), k.ts, 0) {
+        if self.tracks.near(k.track, k.ts, 0) {
             return false;
         }
         self.add(k);
@@ -164,17 +247,64 @@ impl Seen {
 
     /// Records a listen without looking for a duplicate.
     pub(crate) fn add(&mut self, k: &Key) {
-        put(&mut self.tracks, k.track, k.ts);
+        self.tracks.put(k.track, k.ts);
         if let Some(m) = k.mbid {
-            put(&mut self.mbids, m, k.ts);
+            self.mbids.put(m, k.ts);
         }
+    }
+
+    /// Appends the set (not its window, an option of each open) to `o`.
+    pub(crate) fn save(&self, o: &mut Out) {
+        for times in [&self.tracks, &self.mbids] {
+            o.len(times.len());
+            times.each(|k, ts| {
+                o.u128(k);
+                o.len(ts.len());
+                for &t in ts {
+                    o.i64(t);
+                }
+            });
+        }
+    }
+
+    /// Reads what [`Seen::save`] wrote into a set with `window`.
+    pub(crate) fn load(i: &mut In<'_>, window: i64) -> Option<Seen> {
+        let mut seen = Seen::new(window);
+        for map in [&mut seen.tracks, &mut seen.mbids] {
+            let n = i.len(24)?;
+            // A first look sizes each table: growing them as the keys
+            // come would move every key several times.
+            let mut ahead = i.clone();
+            let mut ones = 0;
+            for _ in 0..n {
+                ahead.skip(16)?;
+                let m = ahead.len(8)?;
+                ones += usize::from(m == 1);
+                ahead.skip(m * 8)?;
+            }
+            map.one.reserve(ones);
+            map.more.reserve(n - ones);
+            for _ in 0..n {
+                let k = i.u128()?;
+                let m = i.len(8)?;
+                let mut times = Vec::with_capacity(m);
+                for _ in 0..m {
+                    times.push(i.i64()?);
+                }
+                // Sorted, each key once and with a time at least.
+                if !map.set(k, times) {
+                    return None;
+                }
+            }
+        }
+        Some(seen)
     }
 
     /// Forgets a listen recorded by [`Seen::insert`] (its write failed).
     pub(crate) fn remove(&mut self, k: &Key) {
-        take(&mut self.tracks, k.track, k.ts);
+        self.tracks.take(k.track, k.ts);
         if let Some(m) = k.mbid {
-            take(&mut self.mbids, m, k.ts);
+            self.mbids.take(m, k.ts);
         }
     }
 }
@@ -255,6 +385,58 @@ impl Prepared {
 mod tests {
     use super::*;
     use crate::model::Listen;
+
+    /// The two tables answer as one sorted vector per key does, through
+    /// keys gaining and losing times, and a save and load.
+    #[test]
+    fn times_in_one_or_more_answer_as_a_vector_per_key() {
+        let mut t = Times::default();
+        let mut naive: std::collections::BTreeMap<u128, Vec<i64>> = Default::default();
+        let mut seed = 9u64;
+        for step in 0..4000 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let (k, ts) = (u128::from((seed >> 33) % 40), ((seed >> 20) % 50) as i64);
+            if (seed >> 50).is_multiple_of(3) {
+                t.take(k, ts);
+                if let Some(v) = naive.get_mut(&k) {
+                    if let Some(i) = v.iter().rposition(|&x| x == ts) {
+                        v.remove(i);
+                    }
+                    if v.is_empty() {
+                        naive.remove(&k);
+                    }
+                }
+            } else {
+                t.put(k, ts);
+                let v = naive.entry(k).or_default();
+                let i = v.partition_point(|&x| x <= ts);
+                v.insert(i, ts);
+            }
+            for w in [0, 3] {
+                let q = ((seed >> 10) % 50) as i64;
+                let want = naive
+                    .get(&k)
+                    .is_some_and(|v| v.iter().any(|&x| (x - q).abs() <= w));
+                assert_eq!(t.near(k, q, w), want, "step {step}");
+            }
+        }
+        let mut got = std::collections::BTreeMap::new();
+        t.each(|k, v| {
+            assert!(got.insert(k, v.to_vec()).is_none());
+        });
+        assert_eq!(got, naive);
+        assert_eq!(t.len(), naive.len());
+        let mut seen = Seen::new(0);
+        seen.tracks = t;
+        let mut o = Out(Vec::new());
+        seen.save(&mut o);
+        let back = Seen::load(&mut In::new(&o.0), 0).unwrap();
+        let mut again = std::collections::BTreeMap::new();
+        back.tracks.each(|k, v| {
+            again.insert(k, v.to_vec());
+        });
+        assert_eq!(again, naive);
+    }
 
     #[test]
     fn keys_follow_the_identity_not_the_spelling() {

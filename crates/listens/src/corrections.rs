@@ -10,7 +10,7 @@ use crate::correction::{Changes, Corrected, Correction, CorrectionInfo, Target};
 use crate::error::{AppendError, CorrectionError};
 use crate::model::{encode_fix, encode_unfix, Listen};
 use crate::normalise::normalise;
-use crate::store::Listens;
+use crate::store::{Listens, Tally};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -40,6 +40,7 @@ impl Listens {
         when: i64,
     ) -> Result<Corrected, CorrectionError> {
         what.check_limits(user).map_err(AppendError::from)?;
+        let _change = self.changing();
         self.index().check(user, &what)?;
         self.log.upgrade(crate::log::VERSION_CORRECTIONS)?;
         let mut record = Vec::new();
@@ -49,7 +50,10 @@ impl Listens {
             id,
             ..Corrected::default()
         };
-        self.index().correct(user, id, when, what, Some(&mut delta));
+        self.in_turn(id, record.len(), || {
+            self.index().correct(user, id, when, what, Some(&mut delta));
+            Tally::add(&self.tally.corrections, 1);
+        });
         let mut seen = lock(&self.seen);
         for l in &delta.added {
             seen.add(&key_of(&self.hasher, l));
@@ -106,16 +110,20 @@ impl Listens {
     /// rebuilt from their listens and the corrections still in force.
     pub fn undo(&self, user: &str, id: u64, when: i64) -> Result<Corrected, CorrectionError> {
         crate::limits::check_love_limits(user, "", "").map_err(AppendError::from)?;
+        let _change = self.changing();
         self.index().check_undo(user, id)?;
         self.log.upgrade(crate::log::VERSION_CORRECTIONS)?;
         let mut record = Vec::new();
         encode_unfix(user, when, id, &mut record);
-        self.log.append(&record)?;
+        let at = self.log.append_at(&record)?;
         let mut delta = Corrected {
             id,
             ..Corrected::default()
         };
-        self.index().undo(user, id, false, Some(&mut delta));
+        self.in_turn(at, record.len(), || {
+            self.index().undo(user, id, false, Some(&mut delta));
+            Tally::add(&self.tally.corrections, 1);
+        });
         let mut seen = lock(&self.seen);
         for l in &delta.added {
             seen.add(&key_of(&self.hasher, l));

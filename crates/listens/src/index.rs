@@ -1,6 +1,6 @@
 //! In-memory indexes over the log: listens by time per user, chart
 //! counters (overall totals plus per-day buckets), loved tracks, dedupe.
-//! Rebuilt from the log on open.
+//! Rebuilt from the log on open, or loaded from a checkpoint (`snap.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -10,9 +10,13 @@ use crate::batch::Norms;
 use crate::model::{Listen, ListenRef};
 use crate::normalise::normalise;
 
+mod counts;
 mod fix;
+mod snap;
 mod stats;
 
+// Chart keys are normalised names; `display` keeps the first spelling seen.
+use counts::{Counts, DayCounts, PairK};
 pub(crate) use fix::Fix;
 
 pub(crate) const DAY: i64 = 86_400;
@@ -155,60 +159,11 @@ impl CreditLists {
     }
 }
 
-/// Chart keys are normalised names; `display` keeps the first spelling seen.
-type ArtistK = u32;
-type PairK = (u32, u32);
-
-#[derive(Default)]
-struct Counts {
-    listens: u32,
-    /// Once per listen for each artist it is credited to.
-    artists: IdMap<ArtistK, u32>,
-    albums: IdMap<PairK, u32>,
-    tracks: IdMap<PairK, u32>,
-}
-
-impl Counts {
-    /// Counts a listen credited to `artists` (distinct), of album `al`
-    /// and track `t`.
-    fn add(&mut self, artists: &[ArtistK], al: Option<PairK>, t: PairK) {
-        self.listens += 1;
-        for &a in artists {
-            *self.artists.entry(a).or_default() += 1;
-        }
-        if let Some(al) = al {
-            *self.albums.entry(al).or_default() += 1;
-        }
-        *self.tracks.entry(t).or_default() += 1;
-    }
-
-    /// Takes back one [`Counts::add`] of the same keys; a key whose count
-    /// reaches 0 is gone (the charts' totals count keys).
-    fn sub(&mut self, artists: &[ArtistK], al: Option<PairK>, t: PairK) {
-        fn dec<K: std::hash::Hash + Eq>(m: &mut IdMap<K, u32>, k: K) {
-            if let Some(n) = m.get_mut(&k) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    m.remove(&k);
-                }
-            }
-        }
-        self.listens = self.listens.saturating_sub(1);
-        for &a in artists {
-            dec(&mut self.artists, a);
-        }
-        if let Some(al) = al {
-            dec(&mut self.albums, al);
-        }
-        dec(&mut self.tracks, t);
-    }
-}
-
 #[derive(Default)]
 struct UserIdx {
     by_time: BTreeSet<(i64, u32)>,
     total: Counts,
-    days: BTreeMap<i64, Counts>,
+    days: BTreeMap<i64, DayCounts>,
     /// (normalised artist, normalised title) → (when, artist, title) as given.
     loved: IdMap<PairK, (i64, u32, u32)>,
     /// The user's corrections, in the order applied ([`fix`]).
@@ -553,7 +508,7 @@ impl Index {
         let mut counts: Vec<((u32, u32), u32)> = match (q.from, q.to) {
             (None, None) => {
                 let mut v = Vec::new();
-                each(&u.total, kind, |k, n| {
+                u.total.each(kind, |k, n| {
                     if keep(&k) {
                         v.push((k, n));
                     }
@@ -589,7 +544,7 @@ impl Index {
                             from_recs((last_full + 1) * DAY, hi);
                         }
                         for (_, c) in u.days.range(first_full..=last_full) {
-                            each(c, kind, |k, n| {
+                            c.each(kind, |k, n| {
                                 if keep(&k) {
                                     *acc.entry(k).or_default() += n;
                                 }
@@ -704,7 +659,12 @@ impl Index {
                 timestamp: ts,
             })
             .collect();
-        v.sort_by_key(|l| std::cmp::Reverse(l.timestamp));
+        // Loves of the same second by name: the same order whatever order
+        // the table holds them in (it differs between a replay and a
+        // checkpoint's load).
+        v.sort_by(|a, b| {
+            (b.timestamp, &a.artist, &a.title).cmp(&(a.timestamp, &b.artist, &b.title))
+        });
         v
     }
 
@@ -757,18 +717,9 @@ impl Index {
         UserSummary {
             playcount: u.by_time.len(),
             first_listen: u.by_time.first().map(|&(ts, _)| ts),
-            artist_count: u.total.artists.len(),
-            album_count: u.total.albums.len(),
-            track_count: u.total.tracks.len(),
+            artist_count: counts::Tally::len(&u.total.artists),
+            album_count: counts::Tally::len(&u.total.albums),
+            track_count: counts::Tally::len(&u.total.tracks),
         }
-    }
-}
-
-/// Calls `f` with every (key, count) of one kind in `c`.
-fn each(c: &Counts, kind: ChartKind, mut f: impl FnMut((u32, u32), u32)) {
-    match kind {
-        ChartKind::Artists => c.artists.iter().for_each(|(&a, &n)| f((a, a), n)),
-        ChartKind::Albums => c.albums.iter().for_each(|(&k, &n)| f(k, n)),
-        ChartKind::Tracks => c.tracks.iter().for_each(|(&k, &n)| f(k, n)),
     }
 }

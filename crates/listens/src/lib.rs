@@ -4,7 +4,9 @@
 //! listens and love/unlove events (length + CRC32 framed records, see
 //! `docs/listens-format.md`) that is fsynced before a submission is
 //! acknowledged, with *group commit* so that many concurrent submitters
-//! share one fsync; and the in-memory indexes rebuilt from it on open:
+//! share one fsync; and the in-memory indexes rebuilt from it on open
+//! (or loaded from a checkpoint, [`Listens::checkpoint`], and brought up
+//! to date from the log after it):
 //! recent listens per user by time, chart counters (overall totals and
 //! per-day buckets for top artists, albums and tracks), listens per day,
 //! loved tracks, and the dedupe set that makes a repeated
@@ -40,6 +42,8 @@
 #![forbid(unsafe_code)]
 
 mod batch;
+mod checkpoint;
+mod checkpointer;
 mod correction;
 mod corrections;
 mod error;
@@ -52,10 +56,13 @@ mod log;
 mod model;
 mod normalise;
 mod ship;
+mod siphash;
 mod store;
 pub mod tail;
 
 pub use batch::MAX_DEDUPE_TRACK_SECS;
+pub use checkpoint::{CheckpointUse, CHECKPOINT_FILE, CHECKPOINT_TEMP};
+pub use checkpointer::{CheckpointPolicy, Checkpointer};
 pub use correction::{
     Changes, Corrected, Correction, CorrectionInfo, Target, MAX_CORRECTION_PAYLOAD,
 };

@@ -3,7 +3,7 @@
 //! time). Byte layout in `docs/listens-format.md`.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -94,21 +94,35 @@ impl GroupLog {
         path: &Path,
         mut visit: impl FnMut(EventRef<'_>),
     ) -> Result<(GroupLog, u64), OpenError> {
-        GroupLog::open_with_window(path, FRAMING.torn_window, |_, ev| visit(ev))
+        GroupLog::open_from(path, HEADER_LEN, FRAMING.torn_window, |_, ev| visit(ev))
     }
 
-    /// [`GroupLog::open`], handing `visit` each record's offset too.
+    /// [`GroupLog::open`], handing `visit` each record's offset too, and
+    /// only the records from offset `start` on (a record boundary: the
+    /// end a checkpoint covers; [`HEADER_LEN`] for all of them).
     pub(crate) fn open_at(
         path: &Path,
+        start: u64,
         visit: impl FnMut(u64, EventRef<'_>),
     ) -> Result<(GroupLog, u64), OpenError> {
-        GroupLog::open_with_window(path, FRAMING.torn_window, visit)
+        GroupLog::open_from(path, start, FRAMING.torn_window, visit)
     }
 
     /// [`GroupLog::open`] with another torn window than the real one
     /// (tests of damage in small logs use 0).
+    #[cfg(test)]
     fn open_with_window(
         path: &Path,
+        torn_window: usize,
+        visit: impl FnMut(u64, EventRef<'_>),
+    ) -> Result<(GroupLog, u64), OpenError> {
+        GroupLog::open_from(path, HEADER_LEN, torn_window, visit)
+    }
+
+    /// Opens the log, reading the header and the records from `start` on.
+    fn open_from(
+        path: &Path,
+        start: u64,
         torn_window: usize,
         visit: impl FnMut(u64, EventRef<'_>),
     ) -> Result<(GroupLog, u64), OpenError> {
@@ -130,9 +144,8 @@ impl GroupLog {
             file.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))
                 .map_err(io)?;
         }
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(io)?;
-        if (bytes.len() as u64) < HEADER_LEN {
+        let len = file.metadata().map_err(io)?.len();
+        if len < HEADER_LEN {
             // New (or a header torn while creating it): write a fresh one,
             // version 1 until a correction needs 2 (older builds read it).
             let mut h = Vec::with_capacity(HEADER_LEN as usize);
@@ -150,21 +163,23 @@ impl GroupLog {
             }
             let log = GroupLog::new(file);
             *lock(&log.version) = VERSION_1;
-            return Ok((log, bytes.len() as u64));
+            return Ok((log, len));
         }
-        let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-        let good_end = read_log_at(&bytes, torn_window, visit).map_err(|e| match e {
-            ReadError::BadHeader { version } => OpenError::BadHeader {
-                path: path.to_owned(),
-                version,
-            },
-            ReadError::Damaged { offset, reason } => OpenError::Damaged {
-                path: path.to_owned(),
-                offset,
-                reason,
-            },
-        })?;
-        let truncated_bytes = bytes.len() as u64 - good_end;
+        let (head, tail) = read_from(&file, start, len).map_err(io)?;
+        let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+        let good_end =
+            read_log_from(&head, &tail, start, torn_window, visit).map_err(|e| match e {
+                ReadError::BadHeader { version } => OpenError::BadHeader {
+                    path: path.to_owned(),
+                    version,
+                },
+                ReadError::Damaged { offset, reason } => OpenError::Damaged {
+                    path: path.to_owned(),
+                    offset,
+                    reason,
+                },
+            })?;
+        let truncated_bytes = len - good_end;
         if truncated_bytes > 0 {
             file.set_len(good_end).map_err(io)?;
             file.sync_all().map_err(io)?;
@@ -181,29 +196,32 @@ impl GroupLog {
     /// in progress, is left alone, not cut). Appends to it fail.
     pub(crate) fn open_read_only(
         path: &Path,
+        start: u64,
         visit: impl FnMut(u64, EventRef<'_>),
     ) -> Result<GroupLog, OpenError> {
         let io = |source| OpenError::Io {
             path: path.to_owned(),
             source,
         };
-        let mut file = File::open(path).map_err(io)?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(io)?;
+        let file = File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
         let mut version = VERSION_1;
-        if bytes.len() as u64 >= HEADER_LEN {
-            version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-            read_log_at(&bytes, FRAMING.torn_window, visit).map_err(|e| match e {
-                ReadError::BadHeader { version } => OpenError::BadHeader {
-                    path: path.to_owned(),
-                    version,
+        if len >= HEADER_LEN {
+            let (head, tail) = read_from(&file, start, len).map_err(io)?;
+            version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+            read_log_from(&head, &tail, start, FRAMING.torn_window, visit).map_err(
+                |e| match e {
+                    ReadError::BadHeader { version } => OpenError::BadHeader {
+                        path: path.to_owned(),
+                        version,
+                    },
+                    ReadError::Damaged { offset, reason } => OpenError::Damaged {
+                        path: path.to_owned(),
+                        offset,
+                        reason,
+                    },
                 },
-                ReadError::Damaged { offset, reason } => OpenError::Damaged {
-                    path: path.to_owned(),
-                    offset,
-                    reason,
-                },
-            })?;
+            )?;
         }
         let log = GroupLog::new(file);
         *lock(&log.version) = version;
@@ -245,6 +263,7 @@ impl GroupLog {
     /// once they are fsynced. Concurrent callers share the write and the
     /// fsync of whoever flushes first (group commit); the caller's bytes
     /// are copied once, into the shared queue.
+    #[cfg(test)]
     pub(crate) fn append(&self, records: &[u8]) -> Result<(), AppendError> {
         self.append_at(records).map(|_| ())
     }
@@ -342,6 +361,12 @@ impl GroupLog {
         *lock(&self.version)
     }
 
+    /// Whether appends can succeed: the log was not opened read-only and
+    /// no write of it failed.
+    pub(crate) fn is_writable(&self) -> bool {
+        lock(&self.state).failed.is_none()
+    }
+
     /// Where the durable part of the log ends (`tail.rs`).
     pub(crate) fn committed_end(&self) -> u64 {
         self.committed.load(std::sync::atomic::Ordering::SeqCst)
@@ -415,27 +440,64 @@ pub(crate) fn read_log(
 pub(crate) fn read_log_at(
     bytes: &[u8],
     torn_window: usize,
-    mut visit: impl FnMut(u64, EventRef<'_>),
+    visit: impl FnMut(u64, EventRef<'_>),
 ) -> Result<u64, ReadError> {
     let Some(head) = bytes.get(..HEADER_LEN as usize) else {
         return Err(ReadError::BadHeader { version: 0 });
     };
+    read_log_from(
+        head,
+        &bytes[HEADER_LEN as usize..],
+        HEADER_LEN,
+        torn_window,
+        visit,
+    )
+}
+
+/// The header (its first [`HEADER_LEN`] bytes) and the bytes from
+/// `start` to `len` of a log file at least a header long; an error if
+/// the file is shorter than `start` (a log cut after a checkpoint was
+/// taken of it while it was being opened).
+fn read_from(file: &File, start: u64, len: u64) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+    let start = start.max(HEADER_LEN);
+    let n = len.checked_sub(start).ok_or_else(|| {
+        std::io::Error::other(format!(
+            "the log ends at byte {len}, before byte {start} where reading was to start"
+        ))
+    })?;
+    let mut head = vec![0; HEADER_LEN as usize];
+    file.read_exact_at(&mut head, 0)?;
+    let mut tail = vec![0; usize::try_from(n).map_err(std::io::Error::other)?];
+    file.read_exact_at(&mut tail, start)?;
+    Ok((head, tail))
+}
+
+/// [`read_log_at`] over a header and the bytes of the log from offset
+/// `base` (a record boundary) on: the offsets handed to `visit` and the
+/// end returned are the file's.
+pub(crate) fn read_log_from(
+    head: &[u8],
+    bytes: &[u8],
+    base: u64,
+    torn_window: usize,
+    mut visit: impl FnMut(u64, EventRef<'_>),
+) -> Result<u64, ReadError> {
     let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
     if &head[..8] != MAGIC || !(VERSION_1..=VERSION).contains(&version) {
         return Err(ReadError::BadHeader { version });
     }
-    let mut at = HEADER_LEN as usize;
+    let mut at = 0;
     while at < bytes.len() {
         match frame_at(bytes, at) {
             Ok((ev, end)) => {
-                visit(at as u64, ev);
+                visit(base + at as u64, ev);
                 at = end;
             }
             Err(reason) => {
                 let framing = FRAMING.with_torn_window(torn_window);
                 if !framing.is_torn_tail(bytes, at, |p| EventRef::decode(p).is_some()) {
                     return Err(ReadError::Damaged {
-                        offset: at as u64,
+                        offset: base + at as u64,
                         reason,
                     });
                 }
@@ -443,7 +505,7 @@ pub(crate) fn read_log_at(
             }
         }
     }
-    Ok(at as u64)
+    Ok(base + at as u64)
 }
 
 #[cfg(test)]

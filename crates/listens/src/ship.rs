@@ -13,7 +13,7 @@ use crate::corrections::key_of;
 use crate::error::AppendError;
 use crate::log::{frame_at, HEADER_LEN, VERSION, VERSION_1};
 use crate::model::{EventRef, Listen};
-use crate::store::Listens;
+use crate::store::{Listens, Tally};
 
 /// Why shipped bytes could not be applied. Unless it says otherwise,
 /// nothing was written.
@@ -122,6 +122,7 @@ impl Listens {
             return Err(ApplyError::NotAtEnd { expected, at });
         }
         let needs = check_records(bytes, at)?;
+        let _change = self.changing();
         self.log.upgrade(needs.max(version))?;
         let start = match self.log.append_if_at(at, bytes)? {
             Ok(start) => start,
@@ -131,7 +132,9 @@ impl Listens {
             end: start + bytes.len() as u64,
             ..Applied::default()
         };
-        self.index_shipped(bytes, start, &mut out);
+        self.in_turn(start, bytes.len(), || {
+            self.index_shipped(bytes, start, &mut out)
+        });
         Ok(out)
     }
 
@@ -151,6 +154,7 @@ impl Listens {
                     if seen.insert_exact(&one.push(&self.hasher, &l)) {
                         index.add(&l, &one.norms(0));
                         out.listens.push(l.to_owned());
+                        Tally::add(&self.tally.listens, 1);
                     }
                 }
                 EventRef::Love {
@@ -159,13 +163,17 @@ impl Listens {
                     title,
                     timestamp,
                     loved,
-                } => index.love(user, artist, title, timestamp, loved),
+                } => {
+                    index.love(user, artist, title, timestamp, loved);
+                    Tally::add(&self.tally.love_events, 1);
+                }
                 EventRef::Correct { user, when, what } => {
                     let mut d = Corrected {
                         id: offset,
                         ..Corrected::default()
                     };
                     index.correct(&user, offset, when, what, Some(&mut d));
+                    Tally::add(&self.tally.corrections, 1);
                     for l in &d.added {
                         seen.add(&key_of(&self.hasher, l));
                     }
@@ -177,6 +185,7 @@ impl Listens {
                         ..Corrected::default()
                     };
                     index.undo(&user, id, false, Some(&mut d));
+                    Tally::add(&self.tally.corrections, 1);
                     for l in &d.added {
                         seen.add(&key_of(&self.hasher, l));
                     }

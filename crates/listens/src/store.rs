@@ -5,17 +5,19 @@
 //! only once they are on disk.
 
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use crate::batch::{DedupeHasher, Prepared, Seen};
+use crate::checkpoint::{self, CheckpointUse};
 use crate::correction::Corrected;
 use crate::error::{AppendError, OpenError};
 use crate::index::{
     Chart, ChartKind, ChartQuery, Index, Loved, Page, RecentQuery, TrackTally, UserSummary,
 };
-use crate::log::GroupLog;
+use crate::log::{GroupLog, HEADER_LEN};
 use crate::model::{encode_listen, encode_love, EventRef, Listen};
 
 /// The log's file name inside the directory given to [`Listens::open`].
@@ -65,6 +67,35 @@ pub struct Listens {
     pub(crate) seen: Mutex<Seen>,
     pub(crate) hasher: DedupeHasher,
     pub(crate) log: GroupLog,
+    /// Held shared by every change (from its dedupe reservation until its
+    /// listens are in the indexes) and exclusively by a checkpoint while
+    /// it copies the indexes: so that what it copies is exactly the log
+    /// up to its end.
+    pub(crate) gate: RwLock<()>,
+    /// The records in the indexes, for the open report a checkpoint
+    /// carries.
+    pub(crate) tally: Tally,
+    dir: PathBuf,
+    /// Where the records in the indexes end ([`Listens::in_turn`]).
+    turn: Mutex<u64>,
+    turn_cv: Condvar,
+    /// Where the last checkpoint written or loaded ends; held while one
+    /// is written, so two writes never share the temporary file.
+    saved: Mutex<u64>,
+}
+
+/// How many records of each kind the indexes hold.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub listens: AtomicU64,
+    pub love_events: AtomicU64,
+    pub corrections: AtomicU64,
+}
+
+impl Tally {
+    pub(crate) fn add(n: &AtomicU64, by: usize) {
+        n.fetch_add(by as u64, Ordering::Relaxed);
+    }
 }
 
 /// What opening found.
@@ -78,6 +109,9 @@ pub struct OpenReport {
     /// with good records after it is an error instead, see
     /// [`OpenError::Damaged`]).
     pub truncated_bytes: u64,
+    /// Whether the indexes came from a checkpoint (and the log was
+    /// replayed only after it), or why one was not used.
+    pub checkpoint: CheckpointUse,
 }
 
 /// The fate of one submitted listen.
@@ -94,7 +128,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Listens {
-    /// Opens the history in `dir` (created if missing), replaying the log.
+    /// Opens the history in `dir` (created if missing), replaying the log
+    /// — only its records after the checkpoint, when there is a valid one
+    /// ([`Listens::checkpoint`], [`OpenReport::checkpoint`]).
     /// The directory is created private (mode 0700) if missing, and the
     /// log file is private (0600) whatever the umask. Only a listen of
     /// the same track starting at the same second is a duplicate
@@ -139,11 +175,33 @@ impl Listens {
                     source,
                 })?;
         }
-        let hasher = DedupeHasher::new();
-        let mut index = Index::default();
         let window = i64::try_from(options.dedupe_window.as_secs()).unwrap_or(i64::MAX);
-        let mut seen = Seen::new(window);
+        let path = dir.join(LOG_FILE);
         let mut report = OpenReport::default();
+        let (start, counts, hasher, mut index, mut seen) =
+            match checkpoint::load(dir, &path, window) {
+                Ok(Some(c)) => {
+                    report.checkpoint = CheckpointUse::Loaded { covers: c.covers };
+                    (c.covers, c.counts, c.hasher, c.index, c.seen)
+                }
+                found => {
+                    if let Err(reason) = found {
+                        report.checkpoint = CheckpointUse::Ignored { reason };
+                    }
+                    let fresh = (DedupeHasher::new(), Index::default(), Seen::new(window));
+                    (
+                        HEADER_LEN,
+                        checkpoint::Counts::default(),
+                        fresh.0,
+                        fresh.1,
+                        fresh.2,
+                    )
+                }
+            };
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        report.listens = count(counts.listens);
+        report.love_events = count(counts.love_events);
+        report.corrections = count(counts.corrections);
         // Users with an undo: rebuilt once, after the whole log is read.
         let mut undone = std::collections::BTreeSet::new();
         // One listen at a time, its strings borrowed from the file's bytes.
@@ -181,25 +239,101 @@ impl Listens {
                 report.corrections += 1;
             }
         };
-        let path = dir.join(LOG_FILE);
         let (log, truncated) = if read_only {
-            (GroupLog::open_read_only(&path, visit)?, 0)
+            (GroupLog::open_read_only(&path, start, visit)?, 0)
         } else {
-            GroupLog::open_at(&path, visit)?
+            GroupLog::open_at(&path, start, visit)?
         };
         for user in undone {
             index.rebuild(&user, None);
         }
         report.truncated_bytes = truncated;
+        let end = log.committed_end();
+        let tally = Tally::default();
+        tally
+            .listens
+            .store(report.listens as u64, Ordering::Relaxed);
+        tally
+            .love_events
+            .store(report.love_events as u64, Ordering::Relaxed);
+        tally
+            .corrections
+            .store(report.corrections as u64, Ordering::Relaxed);
         Ok((
             Listens {
                 index: Mutex::new(index),
                 seen: Mutex::new(seen),
                 hasher,
                 log,
+                gate: RwLock::new(()),
+                tally,
+                dir: dir.to_owned(),
+                turn: Mutex::new(end),
+                turn_cv: Condvar::new(),
+                saved: Mutex::new(start),
             },
             report,
         ))
+    }
+
+    /// Runs `publish`, which puts the records at `[at, at + len)` of the
+    /// log into the indexes, once every record before them is in: the
+    /// indexes take records in log order, as a replay does, whatever
+    /// order concurrent writers wake in after their shared fsync. (The
+    /// listens' numbers in the indexes, which order listens of the same
+    /// second and place corrections among listens, are then the same
+    /// live, after a replay and after a checkpoint's load.)
+    pub(crate) fn in_turn<R>(&self, at: u64, len: usize, publish: impl FnOnce() -> R) -> R {
+        let mut next = lock(&self.turn);
+        while *next < at {
+            next = self.turn_cv.wait(next).unwrap_or_else(|e| e.into_inner());
+        }
+        let out = publish();
+        *next = (*next).max(at + len as u64);
+        self.turn_cv.notify_all();
+        out
+    }
+
+    /// A change's share of the gate (see [`Listens::checkpoint`]).
+    pub(crate) fn changing(&self) -> RwLockReadGuard<'_, ()> {
+        self.gate.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes a checkpoint of the indexes as of the log's end now, so
+    /// that the next open replays only the log after it; returns the
+    /// offset it covers. Changes wait while the indexes are copied (they
+    /// are written to disk after); queries wait for the copy too. A
+    /// history opened read-only has none written.
+    pub fn checkpoint(&self) -> std::io::Result<u64> {
+        let mut saved = lock(&self.saved);
+        if !self.log.is_writable() {
+            return Err(std::io::Error::other(
+                "the history is read-only or its log failed",
+            ));
+        }
+        let (covers, body) = {
+            let _all = self.gate.write().unwrap_or_else(|e| e.into_inner());
+            let index = self.index();
+            let seen = lock(&self.seen);
+            let counts = checkpoint::Counts {
+                listens: self.tally.listens.load(Ordering::Relaxed),
+                love_events: self.tally.love_events.load(Ordering::Relaxed),
+                corrections: self.tally.corrections.load(Ordering::Relaxed),
+            };
+            (
+                self.log.committed_end(),
+                checkpoint::body(counts, &self.hasher, &index, &seen),
+            )
+        };
+        checkpoint::write(&self.dir, covers, |b, at| self.log.read_at(b, at), &body)?;
+        *saved = covers;
+        Ok(covers)
+    }
+
+    /// The log offset the last checkpoint written (or the one loaded on
+    /// open) covers; the log's header length when there is none.
+    pub fn checkpointed_end(&self) -> u64 {
+        *lock(&self.saved)
     }
 
     /// The log itself, for the tail reader (`tail.rs`).
@@ -223,6 +357,7 @@ impl Listens {
         for l in listens {
             l.check_limits()?;
         }
+        let _change = self.changing();
         let mut prep = Prepared::with_capacity(listens.len());
         for l in listens {
             prep.push(&self.hasher, &l.as_ref());
@@ -253,13 +388,16 @@ impl Listens {
         } else {
             Ok(())
         };
-        match written.and_then(|()| self.log.append(&records)) {
-            Ok(()) => {
+        match written.and_then(|()| self.log.append_at(&records)) {
+            Ok(at) => {
                 if !fresh.is_empty() {
-                    let mut ix = self.index();
-                    for &i in &fresh {
-                        ix.add(&listens[i].as_ref(), &prep.norms(i));
-                    }
+                    self.in_turn(at, records.len(), || {
+                        let mut ix = self.index();
+                        for &i in &fresh {
+                            ix.add(&listens[i].as_ref(), &prep.norms(i));
+                        }
+                        Tally::add(&self.tally.listens, fresh.len());
+                    });
                 }
                 Ok(out)
             }
@@ -286,8 +424,12 @@ impl Listens {
         crate::limits::check_love_limits(user, artist, title)?;
         let mut record = Vec::new();
         encode_love(user, artist, title, timestamp, loved, &mut record);
-        self.log.append(&record)?;
-        self.index().love(user, artist, title, timestamp, loved);
+        let _change = self.changing();
+        let at = self.log.append_at(&record)?;
+        self.in_turn(at, record.len(), || {
+            self.index().love(user, artist, title, timestamp, loved);
+            Tally::add(&self.tally.love_events, 1);
+        });
         Ok(())
     }
 
@@ -320,7 +462,8 @@ impl Listens {
         self.index().per_day(user, since)
     }
 
-    /// A user's loved tracks, most recently loved first.
+    /// A user's loved tracks, most recently loved first (those of the
+    /// same second by artist, then title).
     pub fn loved(&self, user: &str) -> Vec<Loved> {
         self.index().loved(user)
     }

@@ -16,13 +16,13 @@ use crate::normalise::normalise;
 
 /// A correction as the index keeps it.
 pub(crate) struct Fix {
-    id: u64,
-    when: i64,
-    what: Correction,
-    undone: bool,
+    pub(super) id: u64,
+    pub(super) when: i64,
+    pub(super) what: Correction,
+    pub(super) undone: bool,
     /// How many listens (of every user) the index held when it applied:
     /// a rebuild applies it after those.
-    after: u32,
+    pub(super) after: u32,
 }
 
 /// Whether a listen matches a correction's names (normalised).

@@ -11,6 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "see clippy.toml")]
 #![allow(clippy::panic, reason = "see clippy.toml")]
 
+mod checkpoint;
 mod credited_artists;
 mod kill_largest;
 mod largest_listens;
