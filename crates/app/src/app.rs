@@ -126,6 +126,9 @@ pub struct App {
     /// The import spool (`DATA_DIR/imports/`, [`crate::import`]); none
     /// until [`App::set_import_spool`].
     pub imports: Option<Arc<crate::import::Spool>>,
+    /// The thread writing the history's checkpoints
+    /// (`docs/listens-checkpoint.md`), while the core runs.
+    checkpoints: Arc<Mutex<Option<spindle_listens::Checkpointer>>>,
 }
 
 impl App {
@@ -157,6 +160,7 @@ impl App {
             now_playing: Arc::default(),
             forwarding: Arc::new(NoForwarding),
             imports: None,
+            checkpoints: Arc::default(),
         }
     }
 
@@ -207,8 +211,9 @@ impl App {
     }
 
     /// Starts the core's background threads: the library linker, the
-    /// tiers' listen feed and the catalog's refresher (which builds the
-    /// first catalog at once). What was sent to the linker and the feed
+    /// tiers' listen feed, the catalog's refresher (which builds the
+    /// first catalog at once) and the history's checkpoints (so the next
+    /// start loads them instead of replaying the whole log). What was sent to the linker and the feed
     /// before is handled first. Until then listens are stored and queued
     /// but not linked, and requests build the catalog themselves.
     /// Starting twice does nothing.
@@ -218,6 +223,18 @@ impl App {
             feed.start();
         }
         self.music.start_refresher(self.db.clone());
+        let mut cp = lock(&self.checkpoints);
+        if cp.is_none() {
+            match self
+                .listens
+                .start_checkpoints(spindle_listens::CheckpointPolicy::default())
+            {
+                Ok(c) => *cp = Some(c),
+                Err(e) => tracing::warn!(
+                    "could not start the history's checkpoint thread ({e}); the next start replays the whole log"
+                ),
+            }
+        }
     }
 
     /// Stops the background threads [`App::start`] started (the catalog's
@@ -230,6 +247,11 @@ impl App {
         self.linker.stop();
         if let Some(feed) = &self.feed {
             feed.stop();
+        }
+        // Last: a checkpoint of everything the history took.
+        let cp = lock(&self.checkpoints).take();
+        if let Some(e) = cp.and_then(spindle_listens::Checkpointer::stop) {
+            tracing::warn!("the history's last checkpoint was not written ({e}); the next start replays more of the log");
         }
     }
 

@@ -16,6 +16,7 @@
 //! | folder watcher | a thread of `spindle-media` | dropped: told to stop, joined |
 //! | library linker | a thread ([`crate::link`]) | queue closed after the last batch, joined |
 //! | tiers' listen feed | a thread ([`crate::hot::TierFeed`]) | queue closed after the last batch, joined |
+//! | history checkpoints | a thread (`spindle_listens::Checkpointer`) | a last checkpoint when the log grew, joined |
 //! | history replay | a blocking task | runs to its end (once, at start), awaited |
 //! | pin loop | a tokio task ([`crate::hot::pin_loop`]) | the stop signal, awaited |
 //! | forwarding | a tokio task ([`crate::forward::registry::run`]) with a queue and a feeder per link | the stop signal; joins its links' tasks, awaited |
@@ -154,6 +155,9 @@ pub struct Opened {
     pub scanned: ScanReport,
     /// Listens in the history.
     pub listens: usize,
+    /// Whether the history opened from its checkpoint
+    /// (`docs/listens-checkpoint.md`) or replayed its whole log.
+    pub history_checkpoint: spindle_listens::CheckpointUse,
     /// The storage tiers as set up (hot folder checked), if configured.
     pub tiers: Option<spindle_tiers::Status>,
     /// Why the IO engine asked for is not the one running, if it is not.
@@ -340,6 +344,11 @@ fn open_blocking(
     let dir = data_dir.join("listens");
     let (listens, report) = Listens::open_with(&dir, http.listens_options())
         .map_err(|source| OpenError::Listens { path: dir, source })?;
+    if let spindle_listens::CheckpointUse::Ignored { reason } = &report.checkpoint {
+        warnings.push(format!(
+            "the history's checkpoint was not used ({reason}); the whole log was replayed"
+        ));
+    }
     if report.truncated_bytes > 0 {
         warnings.push(format!(
             "cut {} bytes of an unfinished write off the listens log",
@@ -408,6 +417,7 @@ fn open_blocking(
         demo,
         scanned,
         listens: report.listens,
+        history_checkpoint: report.checkpoint.clone(),
         tiers: tiers_status,
         engine_fell_back,
     };

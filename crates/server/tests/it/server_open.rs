@@ -187,3 +187,47 @@ async fn run_returns_promptly_after_shutdown_with_every_background_task_stopped(
     assert!(db.upgrade().is_none(), "a task still holds the library");
     assert!(tiers.upgrade().is_none(), "a task still holds the tiers");
 }
+
+/// The history's checkpoint: a server that stopped after taking listens
+/// leaves one, and the next start opens the history from it instead of
+/// replaying the whole log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_opens_the_history_from_the_checkpoint_the_last_one_left() {
+    let d = dirs();
+    std::fs::create_dir_all(&d.data).unwrap();
+    import_history(&d.data, &[(HUM, 3), (CHIME, 2)]);
+    let cfg = ServerConfig {
+        music: vec![d.music.clone()],
+        ..ServerConfig::new(&d.data)
+    };
+    let first = Server::open(cfg.clone()).await.unwrap();
+    assert_eq!(
+        first.opened().history_checkpoint,
+        spindle_listens::CheckpointUse::Absent
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    first.run(listener, async {}).await.unwrap();
+    assert!(d
+        .data
+        .join("listens")
+        .join(spindle_listens::CHECKPOINT_FILE)
+        .is_file());
+
+    let second = Server::open(cfg).await.unwrap();
+    assert!(
+        matches!(
+            second.opened().history_checkpoint,
+            spindle_listens::CheckpointUse::Loaded { .. }
+        ),
+        "{:?}",
+        second.opened().history_checkpoint
+    );
+    assert_eq!(second.opened().listens, 5);
+    assert!(
+        second.opened().warnings.is_empty(),
+        "{:?}",
+        second.opened().warnings
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    second.run(listener, async {}).await.unwrap();
+}
