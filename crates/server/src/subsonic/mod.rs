@@ -294,6 +294,62 @@ fn has_credentials(p: &Params) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use testkit::Kit;
+
+    /// The code and message of a failed answer.
+    fn failure(r: &serde_json::Value) -> (i64, &str) {
+        assert_eq!(r["status"], "failed", "{r}");
+        let e = &r["error"];
+        (e["code"].as_i64().unwrap(), e["message"].as_str().unwrap())
+    }
+
+    #[tokio::test]
+    async fn each_failure_answers_its_code_and_message_through_the_dispatcher() {
+        let k = Kit::new();
+        /// A method, its parameters, and the code and message it fails with.
+        type Case = (
+            &'static str,
+            &'static [(&'static str, &'static str)],
+            i64,
+            &'static str,
+        );
+        let cases: [Case; 6] = [
+            ("noSuchMethod", &[], 0, "Unknown method: noSuchMethod"),
+            ("getSong", &[], 10, "Required parameter is missing: id"),
+            ("getSong", &[("id", "999999")], 70, "Song not found"),
+            (
+                "getAlbumList2",
+                &[("type", "newest"), ("size", "ten")],
+                0,
+                "Parameter size is not an integer: \"ten\"",
+            ),
+            (
+                "getUsers",
+                &[],
+                50,
+                "Only an administrator may list the users",
+            ),
+            // Gated by the table before the method runs.
+            ("stream", &[("id", "999999")], 70, "Song not found"),
+        ];
+        for (method, params, code, message) in cases {
+            let user = if method == "getUsers" { "bob" } else { "ann" };
+            let r = k.api(user, method, params).await;
+            assert_eq!(failure(&r), (code, message), "{method} {params:?}");
+        }
+        // Credentials are checked before the method is looked up.
+        let (_, _, body) = k.get("/rest/noSuchMethod?u=ann&p=wrong&f=json").await;
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let r = &v["subsonic-response"];
+        assert_eq!(failure(r), (40, "Wrong username or password"));
+        let (_, _, body) = k.get("/rest/ping?u=ann&f=json").await;
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let r = &v["subsonic-response"];
+        assert_eq!(
+            failure(r),
+            (10, "Required parameter is missing: p, or t and s")
+        );
+    }
 
     #[test]
     fn a_boolean_is_read_in_any_case_and_as_1_0_yes_no_and_nothing_else_is_guessed() {

@@ -66,4 +66,24 @@ mod tests {
         );
         assert_eq!(k.code("ann", "getPodcastEpisode", &[("id", "1")]).await, 70);
     }
+
+    #[tokio::test]
+    async fn each_refusal_names_the_method_asked_for() {
+        let k = Kit::new();
+        let tail = "(podcastRole and jukeboxRole are false for every user)";
+        for (method, what) in [
+            ("refreshPodcasts", "podcasts"),
+            ("deletePodcastEpisode", "podcasts"),
+            ("jukeboxControl", "a jukebox"),
+        ] {
+            let r = k.api("ann", method, &[]).await;
+            assert_eq!(
+                r["error"]["message"],
+                format!("{method} is not supported: Spindle has no {what} {tail}"),
+                "{r}"
+            );
+        }
+        let r = k.api("ann", "getPodcastEpisode", &[]).await;
+        assert_eq!(r["error"]["message"], "Podcast episode not found");
+    }
 }

@@ -5,7 +5,7 @@
 //! its watcher runs on change ([`spindle_media::scan()`]): unchanged files
 //! cost a `stat`, new and changed ones are read. One runs at a time; a
 //! `startScan` while one runs reports it. [`Scans`] is the state
-//! ([`crate::AppState`] holds it); its thread is joined by
+//! ([`super::SubsonicState`] holds it); its thread is joined by
 //! [`Scans::stop`] at shutdown, after which no scan starts. A scan that
 //! has begun runs to its end (the scanner has no way to stop midway; it
 //! commits in batches, so what it did is kept either way).
