@@ -25,12 +25,10 @@ pub(crate) async fn cover_art(c: Ctx, headers: &HeaderMap) -> Result<Response, S
         Err(CoverError::NoSuchId(_) | CoverError::NotFound(_)) => {
             Err(SubsonicError::NotFound("Cover art"))
         }
-        Err(e @ CoverError::Busy(_)) => {
-            let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
-            let mut r = super::response::error(0, &e.to_string(), &fmt);
-            crate::cover::busy_headers(&mut r);
-            Ok(r)
-        }
+        Err(e @ CoverError::Busy(_)) => Err(SubsonicError::Busy {
+            message: e.to_string(),
+            retry_after: crate::cover::COVER_RETRY_AFTER_SECS,
+        }),
         Err(e) => Err(SubsonicError::Internal(e.to_string())),
     }
 }

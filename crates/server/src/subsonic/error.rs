@@ -8,6 +8,7 @@
 //! authorized, 70 not found) and `Display` its message. Handlers return
 //! one with `?`; the dispatcher renders it ([`SubsonicError::render`]).
 
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 
 use super::response::{self, Format};
@@ -60,6 +61,10 @@ pub(crate) enum SubsonicError {
     /// a query over its budget, a scan while shutting down (0).
     #[error("{0}")]
     Refused(String),
+    /// The server has no time for this now: every encode slot or resize
+    /// turn is taken (0, with HTTP 503 and `Retry-After` in seconds).
+    #[error("{message}")]
+    Busy { message: String, retry_after: u64 },
     /// A store did not save (0).
     #[error("Could not save: {0}")]
     NotSaved(String),
@@ -90,6 +95,7 @@ impl SubsonicError {
             E::BadValue(_)
             | E::UnknownMethod(_)
             | E::HashingBusy
+            | E::Busy { .. }
             | E::Refused(_)
             | E::NotSaved(_)
             | E::Internal(_)
@@ -102,9 +108,16 @@ impl SubsonicError {
         SubsonicError::NotSaved(e.to_string())
     }
 
-    /// The `failed` answer in `fmt`.
+    /// The `failed` answer in `fmt` (HTTP 200, but 503 for
+    /// [`SubsonicError::Busy`]).
     pub(crate) fn render(&self, fmt: &Format) -> Response {
-        response::error(self.code(), &self.to_string(), fmt)
+        let mut r = response::error(self.code(), &self.to_string(), fmt);
+        if let SubsonicError::Busy { retry_after, .. } = self {
+            *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+        }
+        r
     }
 }
 
@@ -167,6 +180,14 @@ mod tests {
             (E::Unsupported(s("hls is not")), 50, s("hls is not")),
             (E::NotFound("Song"), 70, s("Song not found")),
             (E::Refused(s("no")), 0, s("no")),
+            (
+                E::Busy {
+                    message: s("All 2 encode slots are busy"),
+                    retry_after: 5,
+                },
+                0,
+                s("All 2 encode slots are busy"),
+            ),
             (E::not_saved("disk full"), 0, s("Could not save: disk full")),
             (E::Internal(s("broke")), 0, s("broke")),
             (E::Interrupted, 0, s("The request failed inside the server")),
@@ -203,5 +224,19 @@ mod tests {
             x.contains(r#"<error code="10" message="Required parameter is missing: u"/>"#),
             "{x}"
         );
+    }
+
+    #[test]
+    fn only_a_busy_server_answers_503_with_when_to_try_again() {
+        let busy = E::Busy {
+            message: "busy".into(),
+            retry_after: 5,
+        }
+        .render(&Format::Json);
+        assert_eq!(busy.status(), 503);
+        assert_eq!(busy.headers()["retry-after"], "5");
+        let other = E::HashingBusy.render(&Format::Json);
+        assert_eq!(other.status(), 200);
+        assert!(other.headers().get("retry-after").is_none());
     }
 }

@@ -1,7 +1,7 @@
 //! The methods that are not XML/JSON answers, or that write the history:
 //! stream, download, scrobble (getCoverArt is in `cover.rs`).
 
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use spindle_listens::Listen;
 
@@ -54,16 +54,10 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
     })?;
     match source::serve(&st, source, headers, head).await {
         Ok(r) => Ok(r),
-        Err(e @ transcode::TranscodeError::Busy(_)) => {
-            let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
-            let mut r = super::response::error(0, &e.to_string(), &fmt);
-            *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-            r.headers_mut().insert(
-                header::RETRY_AFTER,
-                HeaderValue::from(transcode::RETRY_AFTER_SECS),
-            );
-            Ok(r)
-        }
+        Err(e @ transcode::TranscodeError::Busy(_)) => Err(SubsonicError::Busy {
+            message: e.to_string(),
+            retry_after: transcode::RETRY_AFTER_SECS,
+        }),
         Err(e) => Err(SubsonicError::Internal(e.to_string())),
     }
 }
