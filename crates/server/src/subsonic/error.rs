@@ -65,6 +65,10 @@ pub(crate) enum SubsonicError {
     /// turn is taken (0, with HTTP 503 and `Retry-After` in seconds).
     #[error("{message}")]
     Busy { message: String, retry_after: u64 },
+    /// The request's body was not read: too large, too slow, broken, or
+    /// too many at once (0, with the body error's HTTP status).
+    #[error(transparent)]
+    Body(#[from] crate::body::BodyError),
     /// A store did not save (0).
     #[error("Could not save: {0}")]
     NotSaved(String),
@@ -96,6 +100,7 @@ impl SubsonicError {
             | E::UnknownMethod(_)
             | E::HashingBusy
             | E::Busy { .. }
+            | E::Body(_)
             | E::Refused(_)
             | E::NotSaved(_)
             | E::Internal(_)
@@ -108,16 +113,21 @@ impl SubsonicError {
         SubsonicError::NotSaved(e.to_string())
     }
 
-    /// The `failed` answer in `fmt` (HTTP 200, but 503 for
-    /// [`SubsonicError::Busy`]).
+    /// The `failed` answer in `fmt`: HTTP 200, but 503 with
+    /// `Retry-After` for [`SubsonicError::Busy`] and the body error's
+    /// status for [`SubsonicError::Body`].
     pub(crate) fn render(&self, fmt: &Format) -> Response {
         let mut r = response::error(self.code(), &self.to_string(), fmt);
-        if let SubsonicError::Busy { retry_after, .. } = self {
-            *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+        match self {
+            SubsonicError::Busy { retry_after, .. } => {
+                *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+                r
+            }
+            SubsonicError::Body(e) => e.decorate(r),
+            _ => r,
         }
-        r
     }
 }
 
@@ -188,6 +198,11 @@ mod tests {
                 0,
                 s("All 2 encode slots are busy"),
             ),
+            (
+                E::Body(crate::body::BodyError::TimedOut),
+                0,
+                s("the request body did not arrive in time; send it again without pausing"),
+            ),
             (E::not_saved("disk full"), 0, s("Could not save: disk full")),
             (E::Internal(s("broke")), 0, s("broke")),
             (E::Interrupted, 0, s("The request failed inside the server")),
@@ -227,7 +242,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_busy_server_answers_503_with_when_to_try_again() {
+    fn only_a_busy_server_or_a_body_not_read_answers_other_than_200() {
         let busy = E::Busy {
             message: "busy".into(),
             retry_after: 5,
@@ -235,6 +250,8 @@ mod tests {
         .render(&Format::Json);
         assert_eq!(busy.status(), 503);
         assert_eq!(busy.headers()["retry-after"], "5");
+        let body = E::Body(crate::body::BodyError::TooLarge { limit: 9 }).render(&Format::Json);
+        assert_eq!(body.status(), 413);
         let other = E::HashingBusy.render(&Format::Json);
         assert_eq!(other.status(), 200);
         assert!(other.headers().get("retry-after").is_none());

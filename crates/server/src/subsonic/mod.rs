@@ -202,7 +202,7 @@ async fn answer(state: &AppState, method: String, req: Request) -> Response {
         };
         match crate::body::read_body(body, limit, &state.bodies).await {
             Ok(b) => b,
-            Err(e) => return e.decorate(response::error(0, &e.to_string(), &fmt)),
+            Err(e) => return SubsonicError::from(e).render(&fmt),
         }
     } else {
         crate::body::BodyBytes::empty()
