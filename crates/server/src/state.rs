@@ -174,16 +174,11 @@ pub struct StateParts {
     /// Cover art: the disk cache of resized covers and the resize gate
     /// ([`AppState::with_cover_cache`]; no disk cache by default).
     pub(crate) covers: Arc<crate::cover::Covers>,
-    /// The Subsonic lists' orders, search text and folder tree, per
-    /// catalog.
-    pub(crate) subsonic_views: Arc<crate::subsonic::views::ViewCache>,
-    /// The rescan a Subsonic `startScan` runs, and its count; stopped and
-    /// joined in [`AppState::stop_background`].
-    pub(crate) scans: Arc<crate::subsonic::scan::Scans>,
+    /// The Subsonic adapter's own state: its views, rescans and chat
+    /// (the rescan is stopped and joined in [`AppState::stop_background`]).
+    pub(crate) subsonic: Arc<crate::subsonic::SubsonicState>,
     /// ffmpeg's encode slots and the transcode cache ([`crate::transcode`]).
     pub(crate) transcoder: Arc<crate::transcode::Transcoder>,
-    /// Subsonic's chat room (`addChatMessage`), in memory only.
-    pub(crate) chat: Arc<crate::subsonic::chat::Chat>,
     /// Forwarding to each user's linked services ([`crate::forward`];
     /// off until [`AppState::with_forwarding`]).
     pub forward: Arc<crate::forward::Forward>,
@@ -264,10 +259,8 @@ impl AppState {
             bodies,
             guard,
             covers: Arc::new(crate::cover::Covers::without_cache()),
-            subsonic_views: Arc::default(),
-            scans: Arc::default(),
+            subsonic: Arc::default(),
             transcoder,
-            chat: Arc::default(),
             forward,
             cluster: Arc::new(crate::cluster::Cluster::off()),
         }))
@@ -339,7 +332,7 @@ impl AppState {
     /// thread, once the server no longer takes requests.
     pub fn stop_background(&self) {
         // A rescan runs to its end and then no other starts.
-        self.scans.stop();
+        self.subsonic.scans.stop();
         // After the scans: a scan's end waits for the catalog thread.
         self.app.stop_background();
     }

@@ -18,7 +18,8 @@
 use std::borrow::Cow;
 
 use super::folders::Dir;
-use super::{not_found, Ctx, Fail};
+use super::methods::Ids;
+use super::{Ctx, SubsonicError};
 use crate::catalog::{Album, Artist, Catalog, Song};
 use crate::state::AppState;
 
@@ -94,24 +95,24 @@ impl Access {
     }
 
     /// The song of a client's id; a hidden one is not found.
-    pub fn song<'c>(&self, cat: &'c Catalog, id: &str) -> Result<&'c Song, Fail> {
+    pub fn song<'c>(&self, cat: &'c Catalog, id: &str) -> Result<&'c Song, SubsonicError> {
         cat.song(id)
             .filter(|s| self.sees_song(s))
-            .ok_or_else(|| not_found("Song"))
+            .ok_or(SubsonicError::NotFound("Song"))
     }
 
     /// The album of a client's id; a hidden one is not found.
-    pub fn album<'c>(&self, cat: &'c Catalog, id: &str) -> Result<&'c Album, Fail> {
+    pub fn album<'c>(&self, cat: &'c Catalog, id: &str) -> Result<&'c Album, SubsonicError> {
         cat.album(id)
             .filter(|a| self.sees_album(cat, a))
-            .ok_or_else(|| not_found("Album"))
+            .ok_or(SubsonicError::NotFound("Album"))
     }
 
     /// The artist of a client's id; a hidden one is not found.
-    pub fn artist<'c>(&self, cat: &'c Catalog, id: &str) -> Result<&'c Artist, Fail> {
+    pub fn artist<'c>(&self, cat: &'c Catalog, id: &str) -> Result<&'c Artist, SubsonicError> {
         cat.artist(id)
             .filter(|a| self.sees_artist(cat, a))
-            .ok_or_else(|| not_found("Artist"))
+            .ok_or(SubsonicError::NotFound("Artist"))
     }
 
     /// The visible song of a library entry id (playlists, queues).
@@ -179,7 +180,7 @@ impl Ctx {
 
     /// [`Ctx::access`] narrowed by the `musicFolderId` parameter; a
     /// folder that does not exist or is not granted is error 70.
-    pub fn scope(&self) -> Result<Access, Fail> {
+    pub fn scope(&self) -> Result<Access, SubsonicError> {
         let access = self.access();
         let n = self.state.music.roots().len();
         match self.int("musicFolderId")? {
@@ -187,7 +188,7 @@ impl Ctx {
             Some(id) if id >= 1 && (id as usize) <= n && access.folder(id as usize - 1) => {
                 Ok(access.only(id as usize - 1, n))
             }
-            Some(_) => Err(not_found("Music folder")),
+            Some(_) => Err(SubsonicError::NotFound("Music folder")),
         }
     }
 }
@@ -197,21 +198,21 @@ impl Ctx {
 /// user may not see, exactly as for an unknown id. Nothing is looked up
 /// for a user who sees every folder. Call on a blocking thread (it may
 /// build the catalog).
-pub(crate) fn gate(c: &mut Ctx, method: &str) -> Result<(), Fail> {
+pub(crate) fn gate(c: &mut Ctx, ids: Ids) -> Result<(), SubsonicError> {
     let access = c.access();
     if access.is_everything() {
         return Ok(());
     }
     let cat = c.cat();
     for id in c.all("id") {
-        let visible = match method {
-            "getCoverArt" => access.sees_id(&cat, id),
-            _ => access.song(&cat, id).is_ok(),
+        let visible = match ids {
+            Ids::Covers => access.sees_id(&cat, id),
+            Ids::Songs => access.song(&cat, id).is_ok(),
         };
         if !visible {
-            return Err(not_found(match method {
-                "getCoverArt" => "Cover art",
-                _ => "Song",
+            return Err(SubsonicError::NotFound(match ids {
+                Ids::Covers => "Cover art",
+                Ids::Songs => "Song",
             }));
         }
     }
@@ -251,7 +252,9 @@ mod tests {
         assert!(a.hides(&cat, &secret.id) && a.hides(&cat, &cat.songs[2].id.to_string()));
         assert!(!a.hides(&cat, "al-unknown"), "unknown is not hidden");
         assert_eq!(
-            a.song(&cat, &cat.songs[1].id.to_string()).unwrap_err().0,
+            a.song(&cat, &cat.songs[1].id.to_string())
+                .unwrap_err()
+                .code(),
             70
         );
         let bob = cat.artist(&cat.songs[2].artist_id).unwrap();

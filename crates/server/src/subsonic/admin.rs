@@ -6,28 +6,30 @@
 //! administrator, else error 50.
 
 use super::response::Node;
-use super::{missing, not_found, Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::accounts::{AccountError, Profile, Roles};
 
 /// Error 50 unless the caller is an administrator.
-pub(crate) fn require_admin(c: &Ctx, what: &str) -> Result<(), Fail> {
+pub(crate) fn require_admin(c: &Ctx, what: &str) -> Result<(), SubsonicError> {
     if c.state.accounts.is_admin(&c.user) {
         Ok(())
     } else {
-        Err(Fail(50, format!("Only an administrator may {what}")))
+        Err(SubsonicError::NotAuthorized(format!(
+            "Only an administrator may {what}"
+        )))
     }
 }
 
-fn account_fail(e: AccountError) -> Fail {
+fn account_fail(e: AccountError) -> SubsonicError {
     match e {
-        AccountError::NoSuchUser(_) => not_found("User"),
-        AccountError::EmptyPassword => missing("password"),
-        e => Fail(0, e.to_string()),
+        AccountError::NoSuchUser(_) => SubsonicError::NotFound("User"),
+        AccountError::EmptyPassword => SubsonicError::Missing("password"),
+        e => SubsonicError::Refused(e.to_string()),
     }
 }
 
 /// A password parameter, plain or `enc:` and hex.
-fn password_param(c: &Ctx, name: &str) -> Result<Option<String>, Fail> {
+fn password_param(c: &Ctx, name: &str) -> Result<Option<String>, SubsonicError> {
     let Some(p) = c.p.nonempty(name) else {
         return Ok(None);
     };
@@ -36,12 +38,14 @@ fn password_param(c: &Ctx, name: &str) -> Result<Option<String>, Fail> {
         Some(hex) => crate::accounts::unhex(hex)
             .and_then(|b| String::from_utf8(b).ok())
             .map(Some)
-            .ok_or_else(|| Fail(0, format!("The {name} after enc: is not hex of UTF-8 text"))),
+            .ok_or_else(|| {
+                SubsonicError::BadValue(format!("The {name} after enc: is not hex of UTF-8 text"))
+            }),
     }
 }
 
 /// Sets every role named in the request, keeping the others.
-fn read_roles(c: &Ctx, mut r: Roles) -> Result<Roles, Fail> {
+fn read_roles(c: &Ctx, mut r: Roles) -> Result<Roles, SubsonicError> {
     let fields: [(&str, &mut bool); 9] = [
         ("adminRole", &mut r.admin),
         ("settingsRole", &mut r.settings),
@@ -63,7 +67,7 @@ fn read_roles(c: &Ctx, mut r: Roles) -> Result<Roles, Fail> {
 
 /// The repeated `musicFolderId`, checked against the music folders;
 /// `None` when absent.
-fn read_folders(c: &Ctx) -> Result<Option<Vec<u32>>, Fail> {
+fn read_folders(c: &Ctx) -> Result<Option<Vec<u32>>, SubsonicError> {
     let given = c.all("musicFolderId");
     if given.is_empty() {
         return Ok(None);
@@ -75,15 +79,18 @@ fn read_folders(c: &Ctx) -> Result<Option<Vec<u32>>, Fail> {
             v.parse::<u32>()
                 .ok()
                 .filter(|&id| id >= 1 && id as usize <= n)
-                .ok_or_else(|| not_found("Music folder"))
+                .ok_or(SubsonicError::NotFound("Music folder"))
         })
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
 }
 
-fn read_bit_rate(c: &Ctx) -> Result<Option<u32>, Fail> {
+fn read_bit_rate(c: &Ctx) -> Result<Option<u32>, SubsonicError> {
     c.int("maxBitRate")?
-        .map(|b| u32::try_from(b).map_err(|_| Fail(0, format!("maxBitRate {b} is not a bit rate"))))
+        .map(|b| {
+            u32::try_from(b)
+                .map_err(|_| SubsonicError::BadValue(format!("maxBitRate {b} is not a bit rate")))
+        })
         .transpose()
 }
 
@@ -124,7 +131,7 @@ pub(crate) fn get_user(c: &mut Ctx) -> SyncResult {
         .state
         .accounts
         .profile(&name)
-        .ok_or_else(|| not_found("User"))?;
+        .ok_or(SubsonicError::NotFound("User"))?;
     Ok(Some(user_node(c, &name, &p)))
 }
 
@@ -142,7 +149,7 @@ pub(crate) fn get_users(c: &mut Ctx) -> SyncResult {
 pub(crate) fn create_user(c: &mut Ctx) -> SyncResult {
     require_admin(c, "create users")?;
     let name = c.req("username")?.to_owned();
-    let password = password_param(c, "password")?.ok_or_else(|| missing("password"))?;
+    let password = password_param(c, "password")?.ok_or(SubsonicError::Missing("password"))?;
     let defaults = Roles {
         admin: false,
         settings: true,
@@ -177,7 +184,7 @@ pub(crate) fn update_user(c: &mut Ctx) -> SyncResult {
         .state
         .accounts
         .profile(&name)
-        .ok_or_else(|| not_found("User"))?;
+        .ok_or(SubsonicError::NotFound("User"))?;
     p.roles = read_roles(c, p.roles)?;
     if let Some(f) = read_folders(c)? {
         p.folders = f;
@@ -210,19 +217,18 @@ pub(crate) fn delete_user(c: &mut Ctx) -> SyncResult {
     require_admin(c, "delete users")?;
     let name = c.req("username")?.to_owned();
     if name == c.user {
-        return Err(Fail(
-            0,
+        return Err(SubsonicError::Refused(
             "You cannot delete yourself: ask another administrator".into(),
         ));
     }
     if !c.state.accounts.user_exists(&name) {
-        return Err(not_found("User"));
+        return Err(SubsonicError::NotFound("User"));
     }
     // The account, web sessions, user data and song ratings, as the web
     // admin page deletes a user.
     c.state
         .delete_user_everywhere(&name)
-        .map_err(|e| Fail(0, format!("Could not delete {name}: {e}")))?;
+        .map_err(|e| SubsonicError::Internal(format!("Could not delete {name}: {e}")))?;
     tracing::info!(user = %name, by = %c.user, "user deleted");
     Ok(None)
 }
@@ -231,18 +237,16 @@ pub(crate) fn delete_user(c: &mut Ctx) -> SyncResult {
 /// for an administrator.
 pub(crate) fn change_password(c: &mut Ctx) -> SyncResult {
     let name = c.req("username")?.to_owned();
-    let password = password_param(c, "password")?.ok_or_else(|| missing("password"))?;
+    let password = password_param(c, "password")?.ok_or(SubsonicError::Missing("password"))?;
     let admin = c.state.accounts.is_admin(&c.user);
     if name != c.user && !admin {
-        return Err(Fail(
-            50,
+        return Err(SubsonicError::NotAuthorized(
             "Only an administrator may change another user's password".into(),
         ));
     }
     let settings = c.state.accounts.roles(&c.user).is_some_and(|r| r.settings);
     if !admin && !settings {
-        return Err(Fail(
-            50,
+        return Err(SubsonicError::NotAuthorized(
             "You may not change your password: ask an administrator for the settings role".into(),
         ));
     }

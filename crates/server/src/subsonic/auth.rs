@@ -12,7 +12,7 @@
 use std::net::IpAddr;
 
 use super::response::Node;
-use super::{Ctx, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::accounts::constant_eq;
 use crate::auth_guard::Denied;
 use crate::params::Params;
@@ -21,33 +21,19 @@ use crate::state::AppState;
 /// The API's name in log lines.
 const VIA: &str = "subsonic";
 
-/// A refusal, as a Subsonic error code and message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub code: u32,
-    pub message: String,
-}
-
-fn refuse(code: u32, message: &str) -> Refusal {
-    Refusal {
-        code,
-        message: message.to_owned(),
-    }
-}
-
-const WRONG: &str = "Wrong username or password";
-
 /// A guard's refusal in Subsonic's words: a wrong credential (and a wait,
-/// which has no code of its own) under `code`, a full hashing pool as a
+/// which has no code of its own) under the code of a wrong password or,
+/// for an API key (`api_key`), of a wrong key; a full hashing pool as a
 /// generic error.
-fn denied(d: Denied, code: u32, wrong: &str) -> Refusal {
+fn denied(d: Denied, api_key: bool) -> SubsonicError {
     match d {
-        Denied::Wrong => refuse(code, wrong),
-        Denied::Wait { retry_after } => Refusal {
-            code,
-            message: format!("Too many failed logins; try again in {retry_after} s"),
+        Denied::Wrong if api_key => SubsonicError::InvalidApiKey,
+        Denied::Wrong => SubsonicError::WrongCredentials,
+        Denied::Wait { retry_after } => SubsonicError::LoginsThrottled {
+            api_key,
+            retry_after,
         },
-        Denied::Busy => refuse(0, "The server is busy; try again shortly"),
+        Denied::Busy => SubsonicError::HashingBusy,
     }
 }
 
@@ -63,18 +49,15 @@ fn unhex(s: &str) -> Option<String> {
 }
 
 /// The user a request from `ip` authenticates as.
-pub async fn authenticate(
+pub(crate) async fn authenticate(
     p: &Params,
     st: &AppState,
     ip: Option<IpAddr>,
-) -> Result<String, Refusal> {
+) -> Result<String, SubsonicError> {
     let (accounts, guard) = (&st.accounts, &st.guard);
     if let Some(key) = p.get("apiKey") {
         if p.get("u").is_some() {
-            return Err(refuse(
-                43,
-                "Multiple conflicting authentication mechanisms provided",
-            ));
+            return Err(SubsonicError::ConflictingAuth);
         }
         return guard
             .check(ip, None, VIA, || {
@@ -82,10 +65,10 @@ pub async fn authenticate(
                     .user_by_app_key(key)
                     .or_else(|| accounts.user_by_token(key))
             })
-            .map_err(|d| denied(d, 44, "Invalid API key"));
+            .map_err(|d| denied(d, true));
     }
     let Some(user) = p.nonempty("u") else {
-        return Err(refuse(10, "Required parameter is missing: u"));
+        return Err(SubsonicError::Missing("u"));
     };
     // An empty `p` beside a token is a client filling in a field it does
     // not use: absent, not a wrong password.
@@ -101,7 +84,7 @@ pub async fn authenticate(
                     .password(accounts, ip, user, pw, VIA)
                     .await
                     .map(|()| user.to_owned())
-                    .map_err(|d| denied(d, 40, WRONG));
+                    .map_err(|d| denied(d, false));
             }
         }
         // The sealed password compares in constant time and costs no
@@ -111,15 +94,12 @@ pub async fn authenticate(
                 let stored = accounts.password(user)?;
                 constant_eq(stored.as_bytes(), pw?.as_bytes()).then(|| user.to_owned())
             })
-            .map_err(|d| denied(d, 40, WRONG));
+            .map_err(|d| denied(d, false));
     }
     match (p.nonempty("t"), p.nonempty("s")) {
         (Some(t), Some(s)) => {
             if accounts.user_exists(user) && accounts.password(user).is_none() {
-                return Err(refuse(
-                    41,
-                    "Token authentication not supported for this user; send the password",
-                ));
+                return Err(SubsonicError::TokenNotSupported);
             }
             guard
                 .check(ip, Some(user), VIA, || {
@@ -127,9 +107,9 @@ pub async fn authenticate(
                         .check_salted_token(user, t, s)
                         .then(|| user.to_owned())
                 })
-                .map_err(|d| denied(d, 40, WRONG))
+                .map_err(|d| denied(d, false))
         }
-        _ => Err(refuse(10, "Required parameter is missing: p, or t and s")),
+        _ => Err(SubsonicError::Missing("p, or t and s")),
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use super::access::Access;
 use super::response::Node;
 use super::views::ArtistGroups;
-use super::{Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::catalog::{artist_id, date_parts, Album, Artist, Catalog, Song};
 use crate::loves::LovedSet;
 use crate::plays::{Played, SharedPlays, UserPlays};
@@ -90,7 +90,8 @@ impl Marks for UserMarks {
                 let any = match &self.cat {
                     Some(cat) => self
                         .state
-                        .subsonic_views
+                        .subsonic
+                        .views
                         .of(cat)
                         .has_song_ratings(&self.user, || r.any()),
                     None => true,
@@ -444,12 +445,13 @@ pub(crate) fn index_letter(name: &str) -> String {
 
 /// The artists `scope` sees under their index letters, cached per
 /// catalog and access ([`super::views::Views::artist_groups`]).
-fn grouped(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Arc<ArtistGroups>), Fail> {
+fn grouped(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Arc<ArtistGroups>), SubsonicError> {
     let scope = c.scope()?;
     let cat = c.cat();
     let groups = c
         .state
-        .subsonic_views
+        .subsonic
+        .views
         .of(&cat)
         .artist_groups(&scope, |cat| group_artists(cat, &scope));
     Ok((cat, scope, groups))
@@ -503,7 +505,7 @@ pub(crate) fn artists(c: &mut Ctx) -> SyncResult {
 
 /// What a lookup by `id` needs: the id, the catalog, what the user may
 /// see, the user's stars and ratings.
-fn by_id(c: &mut Ctx) -> Result<(String, Arc<Catalog>, Access, UserMarks), Fail> {
+fn by_id(c: &mut Ctx) -> Result<(String, Arc<Catalog>, Access, UserMarks), SubsonicError> {
     let id = c.req("id")?.to_owned();
     let cat = c.cat();
     Ok((id, cat, c.access(), marks(c)))

@@ -3,7 +3,7 @@
 //! empties it) as a ring of the last [`CHAT_MAX_MESSAGES`] messages, at
 //! most [`CHAT_MAX_MESSAGES_PER_USER`] of them one user's, each at most
 //! [`CHAT_MAX_MESSAGE_CHARS`] characters. A field of
-//! [`crate::AppState`].
+//! [`super::SubsonicState`].
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

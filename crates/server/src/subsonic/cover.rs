@@ -5,7 +5,7 @@
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::{not_found, Ctx, Fail};
+use super::{Ctx, SubsonicError};
 use crate::cover::CoverError;
 
 /// `getCoverArt?id=…&size=N`: the image with its longer side at `size`
@@ -14,7 +14,7 @@ use crate::cover::CoverError;
 /// decoded (and no other to fall back on) is error 0 with the reason; a
 /// cover the server has no time to make now is error 0 with HTTP 503 and
 /// `Retry-After`.
-pub(crate) async fn cover_art(c: Ctx, headers: &HeaderMap) -> Result<Response, Fail> {
+pub(crate) async fn cover_art(c: Ctx, headers: &HeaderMap) -> Result<Response, SubsonicError> {
     let id = c.req("id")?.to_owned();
     let size = c
         .int("size")?
@@ -22,13 +22,13 @@ pub(crate) async fn cover_art(c: Ctx, headers: &HeaderMap) -> Result<Response, F
         .map(|s| u32::try_from(s).unwrap_or(u32::MAX));
     match crate::cover::answer(&c.state, id, size, headers, &c.user).await {
         Ok(r) => Ok(r),
-        Err(CoverError::NoSuchId(_) | CoverError::NotFound(_)) => Err(not_found("Cover art")),
-        Err(e @ CoverError::Busy(_)) => {
-            let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
-            let mut r = super::response::error(0, &e.to_string(), &fmt);
-            crate::cover::busy_headers(&mut r);
-            Ok(r)
+        Err(CoverError::NoSuchId(_) | CoverError::NotFound(_)) => {
+            Err(SubsonicError::NotFound("Cover art"))
         }
-        Err(e) => Err(Fail(0, e.to_string())),
+        Err(e @ CoverError::Busy(_)) => Err(SubsonicError::Busy {
+            message: e.to_string(),
+            retry_after: crate::cover::COVER_RETRY_AFTER_SECS,
+        }),
+        Err(e) => Err(SubsonicError::Internal(e.to_string())),
     }
 }

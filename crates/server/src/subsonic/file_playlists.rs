@@ -4,7 +4,7 @@
 //! their files. Changing or deleting one is refused with error 50.
 
 use super::response::Node;
-use super::{not_found, Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::m3u::{self, Found};
 
 /// Whether a playlist id names a playlist file.
@@ -45,7 +45,7 @@ fn node(c: &mut Ctx, f: &Found, entries: bool) -> Node {
 fn found(c: &mut Ctx) -> Vec<Found> {
     let cat = c.cat();
     let access = c.access();
-    let views = c.state.subsonic_views.of(&cat);
+    let views = c.state.subsonic.views.of(&cat);
     let mut all = views.playlists(c.state.music.roots()).to_vec();
     all.retain(|f| access.folder(f.folder));
     all
@@ -62,14 +62,13 @@ pub(crate) fn playlist(c: &mut Ctx) -> SyncResult {
     let f = found(c)
         .into_iter()
         .find(|f| f.id == id)
-        .ok_or_else(|| not_found("Playlist"))?;
+        .ok_or(SubsonicError::NotFound("Playlist"))?;
     Ok(Some(node(c, &f, true)))
 }
 
 /// `updatePlaylist` or `deletePlaylist` of a playlist file.
 pub(crate) fn refuse_change(_c: &mut Ctx) -> SyncResult {
-    Err(Fail(
-        50,
+    Err(SubsonicError::NotAuthorized(
         "This playlist is a file in the music folder and is read-only: edit the file instead"
             .into(),
     ))

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use super::browse::{index_letter, song_node, Marks};
 use super::response::Node;
-use super::{not_found, Ctx, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::accounts::md5_hex;
 use crate::catalog::{Album, Artist, Catalog};
 use crate::time::iso8601;
@@ -224,7 +224,7 @@ pub(crate) fn indexes(c: &mut Ctx) -> SyncResult {
     let scope = c.scope()?;
     let since = c.int("ifModifiedSince")?;
     let cat = c.cat();
-    let views = c.state.subsonic_views.of(&cat);
+    let views = c.state.subsonic.views.of(&cat);
     let roots = c.state.music.roots().to_vec();
     let tree = views.tree(&roots);
     let chosen: Vec<usize> = tree
@@ -293,14 +293,14 @@ pub(crate) fn directory(c: &mut Ctx) -> SyncResult {
     let access = c.access();
     let starred = super::browse::marks(c);
     if id.starts_with("fo-") {
-        let views = c.state.subsonic_views.of(&cat);
+        let views = c.state.subsonic.views.of(&cat);
         let roots = c.state.music.roots().to_vec();
         let tree = views.tree(&roots);
         // A folder lies in one music folder: all of it is visible or none.
         let d = tree
             .get(&id)
             .filter(|d| access.sees_dir(d))
-            .ok_or_else(|| not_found("Directory"))?;
+            .ok_or(SubsonicError::NotFound("Directory"))?;
         let mut kids: Vec<Node> = d
             .dirs
             .iter()
@@ -339,7 +339,7 @@ pub(crate) fn directory(c: &mut Ctx) -> SyncResult {
             .i("playCount", starred.album_plays(&al).count);
         return Ok(Some(starred_attr(n, &al.id, &starred).list("child", kids)));
     }
-    Err(not_found("Directory"))
+    Err(SubsonicError::NotFound("Directory"))
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use super::access::Access;
 use super::browse::{artist_node, song_node};
 use super::folders::artist_v1;
 use super::response::Node;
-use super::{not_found, Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::catalog::{artist_id, Album, Artist, Catalog, Song};
 use crate::similar::key;
 
@@ -49,7 +49,7 @@ pub const BIOGRAPHY_FILES: &[&str] = &["artist.txt", "biography.txt", "bio.txt"]
 /// Files whose text is an album's notes.
 pub const NOTES_FILES: &[&str] = &["notes.txt", "album.txt", "review.txt"];
 
-fn count(c: &Ctx, name: &str, default: i64) -> Result<usize, Fail> {
+fn count(c: &Ctx, name: &str, default: i64) -> Result<usize, SubsonicError> {
     Ok(c.int(name)?.unwrap_or(default).clamp(0, MAX_COUNT as i64) as usize)
 }
 
@@ -111,7 +111,7 @@ fn artist_of<'a>(c: &Ctx, cat: &'a Arc<Catalog>, access: &Access, id: &str) -> O
     if let Some(s) = cat.song(id) {
         return cat.artist(&s.artist_id).filter(visible);
     }
-    let views = c.state.subsonic_views.of(cat);
+    let views = c.state.subsonic.views.of(cat);
     let dir = views.tree(c.state.music.roots()).get(id)?;
     let song = dir.cover.filter(|_| access.sees_dir(dir))?;
     cat.artist(&cat.songs[song].artist_id).filter(visible)
@@ -190,7 +190,8 @@ fn similar_songs(c: &mut Ctx, v2: bool) -> SyncResult {
     let count = count(c, "count", 50)?;
     let cat = c.cat();
     let access = c.access();
-    let seed = seed_of(&cat, &access, &id).ok_or_else(|| not_found("Song, album or artist"))?;
+    let seed =
+        seed_of(&cat, &access, &id).ok_or(SubsonicError::NotFound("Song, album or artist"))?;
     let users = c.state.accounts.user_names();
     let sim = c.state.similar.get(&cat, &c.state.listens, &users);
     let skip = cat.song(&id).and_then(|s| cat.song_index(s.id));
@@ -334,7 +335,7 @@ fn artist_info(c: &mut Ctx, v2: bool) -> SyncResult {
     let count = count(c, "count", 20)?;
     let cat = c.cat();
     let access = c.access();
-    let a = artist_of(c, &cat, &access, &id).ok_or_else(|| not_found("Artist"))?;
+    let a = artist_of(c, &cat, &access, &id).ok_or(SubsonicError::NotFound("Artist"))?;
     let view = access.artist_view(&cat, a);
     let a = &*view;
     let roots = c.state.music.roots().to_vec();
@@ -397,7 +398,7 @@ fn album_info(c: &mut Ctx) -> SyncResult {
             .song(&cat, &id)
             .ok()
             .and_then(|s| cat.album(&s.album_id))
-            .ok_or_else(|| not_found("Album"))?,
+            .ok_or(SubsonicError::NotFound("Album"))?,
     };
     let view = access.album_view(&cat, al);
     let al = &*view;

@@ -12,7 +12,7 @@ use super::access::Access;
 use super::browse::{album_node, artist_node, song_node, UserMarks};
 use super::folders::{album_child, artist_v1};
 use super::response::Node;
-use super::{missing, Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::catalog::{Album, Artist, Catalog};
 
 /// How an answer shows artists and albums: as ID3 tags
@@ -43,25 +43,26 @@ impl Shape {
     }
 }
 
-fn size(c: &Ctx, name: &str, default: i64) -> Result<usize, Fail> {
+fn size(c: &Ctx, name: &str, default: i64) -> Result<usize, SubsonicError> {
     Ok(c.int(name)?.unwrap_or(default).clamp(0, 500) as usize)
 }
 
-fn offset(c: &Ctx, name: &str) -> Result<usize, Fail> {
+fn offset(c: &Ctx, name: &str) -> Result<usize, SubsonicError> {
     Ok(c.int(name)?.unwrap_or(0).max(0) as usize)
 }
 
 /// The page of albums an album list asks for (`type`, `size` at most
 /// 500, `offset`, `musicFolderId` and the type's own parameters), as
 /// indexes into the catalog, in order; of the albums the user may see.
-fn album_page(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Vec<usize>, UserMarks), Fail> {
+fn album_page(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Vec<usize>, UserMarks), SubsonicError> {
     let kind = c.req("type")?.to_owned();
     let (size, offset) = (size(c, "size", 10)?, offset(c, "offset")?);
     let scope = c.scope()?;
     let years = match kind.as_str() {
         "byYear" => Some((
-            c.int("fromYear")?.ok_or_else(|| missing("fromYear"))?,
-            c.int("toYear")?.ok_or_else(|| missing("toYear"))?,
+            c.int("fromYear")?
+                .ok_or(SubsonicError::Missing("fromYear"))?,
+            c.int("toYear")?.ok_or(SubsonicError::Missing("toYear"))?,
         )),
         _ => None,
     };
@@ -70,7 +71,7 @@ fn album_page(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Vec<usize>, UserMark
         _ => None,
     };
     let cat = c.cat();
-    let views = c.state.subsonic_views.of(&cat);
+    let views = c.state.subsonic.views.of(&cat);
     let o = views.orders();
     let starred = super::browse::marks(c);
     let keep = |n: &usize| scope.sees_album(&cat, &cat.albums[*n]);
@@ -131,7 +132,11 @@ fn album_page(c: &mut Ctx) -> Result<(Arc<Catalog>, Access, Vec<usize>, UserMark
             let g = genre.unwrap_or_default();
             page(&mut o.album_genres.get(&g).into_iter().flatten().copied())
         }
-        other => return Err(Fail(0, format!("Unknown album list type: {other}"))),
+        other => {
+            return Err(SubsonicError::BadValue(format!(
+                "Unknown album list type: {other}"
+            )))
+        }
     };
     Ok((cat, scope, v, starred))
 }
@@ -162,7 +167,7 @@ pub(crate) fn songs_by_genre(c: &mut Ctx) -> SyncResult {
     let (count, offset) = (size(c, "count", 10)?, offset(c, "offset")?);
     let scope = c.scope()?;
     let cat = c.cat();
-    let views = c.state.subsonic_views.of(&cat);
+    let views = c.state.subsonic.views.of(&cat);
     let starred = super::browse::marks(c);
     let songs = views
         .orders()
@@ -260,21 +265,18 @@ struct Found {
     songs: Vec<usize>,
 }
 
-fn search_words(c: &Ctx, cat: &Arc<Catalog>, q: &str) -> Result<Found, Fail> {
+fn search_words(c: &Ctx, cat: &Arc<Catalog>, q: &str) -> Result<Found, SubsonicError> {
     let words: Vec<String> = q.split_whitespace().map(str::to_lowercase).collect();
     // Each word is a pass over every song, like a filter of the query
     // language: the same limit.
     let max = spindle_query::limits::NETWORK_MAX_TERMS;
     if words.len() > max {
-        return Err(Fail(
-            0,
-            format!(
-                "The search has {} words; at most {max} are allowed: use fewer words",
-                words.len()
-            ),
-        ));
+        return Err(SubsonicError::BadValue(format!(
+            "The search has {} words; at most {max} are allowed: use fewer words",
+            words.len()
+        )));
     }
-    let hits = c.state.subsonic_views.of(cat).text().search(&words);
+    let hits = c.state.subsonic.views.of(cat).text().search(&words);
     Ok(Found {
         artists: hits.artists,
         albums: hits.albums,
@@ -285,14 +287,14 @@ fn search_words(c: &Ctx, cat: &Arc<Catalog>, q: &str) -> Result<Found, Fail> {
 /// The query within the network's limits, on the server's query pool
 /// (see [`crate::query_budget`]); refused, over budget or busy is error 0
 /// with the reason.
-fn search_query(c: &Ctx, cat: &Catalog, q: &str) -> Result<Found, Fail> {
+fn search_query(c: &Ctx, cat: &Catalog, q: &str) -> Result<Found, SubsonicError> {
     // The user's own ratings win (`rating>=4` is theirs).
     let pref = super::rating::query_pref(&c.user);
     let ids = c
         .state
         .queries
         .search_with(&c.state.db, q, &pref)
-        .map_err(|e| Fail(0, format!("Query: {e}")))?;
+        .map_err(|e| SubsonicError::Refused(format!("Query: {e}")))?;
     let songs: Vec<usize> = ids
         .ids
         .iter()
@@ -333,17 +335,14 @@ type Paged = (
     Vec<usize>,
 );
 
-fn search(c: &mut Ctx) -> Result<Paged, Fail> {
+fn search(c: &mut Ctx) -> Result<Paged, SubsonicError> {
     let q = c.p.get("query").unwrap_or("").trim();
     let max = spindle_query::limits::NETWORK_MAX_PATTERN_BYTES;
     if q.len() > max {
-        return Err(Fail(
-            0,
-            format!(
-                "The search is {} bytes long; at most {max} are allowed: shorten it",
-                q.len()
-            ),
-        ));
+        return Err(SubsonicError::BadValue(format!(
+            "The search is {} bytes long; at most {max} are allowed: shorten it",
+            q.len()
+        )));
     }
     let q = q.trim_matches('"').trim_end_matches('*').trim().to_owned();
     let scope = c.scope()?;

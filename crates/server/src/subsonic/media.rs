@@ -1,16 +1,16 @@
 //! The methods that are not XML/JSON answers, or that write the history:
 //! stream, download, scrobble (getCoverArt is in `cover.rs`).
 
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use spindle_listens::Listen;
 
-use super::{missing, not_found, Ctx, Fail};
+use super::{Ctx, SubsonicError};
 use crate::scrobble;
 use crate::source::{self, Play, Refused, Request, SongRef, Who};
 use crate::transcode;
 
-type Answer = Result<Response, Fail>;
+type Answer = Result<Response, SubsonicError>;
 
 /// `stream` and `download`: the file as it is, with ranges; or, for
 /// `stream`, transcoded ([`crate::transcode`]): `format`, `maxBitRate`
@@ -45,23 +45,20 @@ pub(crate) async fn stream(mut c: Ctx, headers: &HeaderMap, head: bool, download
         play,
     };
     let source = source::decide(&st, cat, req).await.map_err(|e| match e {
-        Refused::NoSong => not_found("Song"),
-        Refused::NoFile => not_found("File"),
-        e => Fail(0, e.to_string()),
+        Refused::NoSong => SubsonicError::NotFound("Song"),
+        Refused::NoFile => SubsonicError::NotFound("File"),
+        e @ (Refused::PastTheEnd { .. } | Refused::Format(_)) => {
+            SubsonicError::BadValue(e.to_string())
+        }
+        e @ Refused::Lookup => SubsonicError::Internal(e.to_string()),
     })?;
     match source::serve(&st, source, headers, head).await {
         Ok(r) => Ok(r),
-        Err(e @ transcode::TranscodeError::Busy(_)) => {
-            let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
-            let mut r = super::response::error(0, &e.to_string(), &fmt);
-            *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-            r.headers_mut().insert(
-                header::RETRY_AFTER,
-                HeaderValue::from(transcode::RETRY_AFTER_SECS),
-            );
-            Ok(r)
-        }
-        Err(e) => Err(Fail(0, e.to_string())),
+        Err(e @ transcode::TranscodeError::Busy(_)) => Err(SubsonicError::Busy {
+            message: e.to_string(),
+            retry_after: transcode::RETRY_AFTER_SECS,
+        }),
+        Err(e) => Err(SubsonicError::Internal(e.to_string())),
     }
 }
 
@@ -72,7 +69,7 @@ pub const MAX_OFFSET_SECS: f64 = 86_400.0;
 /// `timeOffset` (or `transcodeOffset`), seconds: 0 when absent; a value
 /// that is not a number, is negative, not finite or over
 /// [`MAX_OFFSET_SECS`] is error 0.
-fn offset(c: &Ctx) -> Result<f64, Fail> {
+fn offset(c: &Ctx) -> Result<f64, SubsonicError> {
     let Some((name, v)) = ["timeOffset", "transcodeOffset"]
         .into_iter()
         .find_map(|k| c.p.nonempty(k).map(|v| (k, v)))
@@ -81,10 +78,9 @@ fn offset(c: &Ctx) -> Result<f64, Fail> {
     };
     match v.trim().parse::<f64>() {
         Ok(o) if o.is_finite() && (0.0..=MAX_OFFSET_SECS).contains(&o) => Ok(o),
-        _ => Err(Fail(
-            0,
-            format!("Parameter {name} must be seconds from 0 to {MAX_OFFSET_SECS}, not {v:?}"),
-        )),
+        _ => Err(SubsonicError::BadValue(format!(
+            "Parameter {name} must be seconds from 0 to {MAX_OFFSET_SECS}, not {v:?}"
+        ))),
     }
 }
 
@@ -94,7 +90,7 @@ fn offset(c: &Ctx) -> Result<f64, Fail> {
 pub(crate) async fn scrobble(mut c: Ctx) -> Answer {
     let ids: Vec<String> = c.all("id").into_iter().map(str::to_owned).collect();
     if ids.is_empty() {
-        return Err(missing("id"));
+        return Err(SubsonicError::Missing("id"));
     }
     let times: Vec<Option<i64>> = c
         .all("time")
@@ -105,15 +101,17 @@ pub(crate) async fn scrobble(mut c: Ctx) -> Answer {
     let player = c.p.nonempty("c").unwrap_or("subsonic").to_owned();
     if player.len() > spindle_listens::limits::MAX_CLIENT {
         let max = spindle_listens::limits::MAX_CLIENT;
-        return Err(Fail(0, format!("The client name (c) is over {max} bytes")));
+        return Err(SubsonicError::BadValue(format!(
+            "The client name (c) is over {max} bytes"
+        )));
     }
     let now = c.now();
     let user = c.user.clone();
-    let (c, listens) = tokio::task::spawn_blocking(move || {
+    let (c, listens) = spindle_app::offload::run(move || {
         let cat = c.cat();
         let mut out = Vec::new();
         for (n, id) in ids.iter().enumerate() {
-            let s = cat.song(id).ok_or_else(|| not_found("Song"))?;
+            let s = cat.song(id).ok_or(SubsonicError::NotFound("Song"))?;
             let ts = times.get(n).copied().flatten().unwrap_or(now);
             let mut l = Listen::new(&user, ts, &s.artist, &s.title);
             l.album = s.album.clone();
@@ -123,10 +121,9 @@ pub(crate) async fn scrobble(mut c: Ctx) -> Answer {
             l.client = player.clone();
             out.push((s.id, l));
         }
-        Ok::<_, Fail>((c, out))
+        Ok::<_, SubsonicError>((c, out))
     })
-    .await
-    .map_err(|_| Fail(0, "lookup failed".into()))??;
+    .await??;
     let fmt = super::response::Format::from_params(c.p.get("f"), c.p.get("callback"));
     if !submission {
         if let Some((song, l)) = listens.into_iter().last() {
@@ -141,7 +138,7 @@ pub(crate) async fn scrobble(mut c: Ctx) -> Answer {
         .collect();
     scrobble::store_songs(&c.state, ok)
         .await
-        .map_err(|e| Fail(0, format!("Could not record the listen: {e}")))?;
+        .map_err(|e| SubsonicError::Internal(format!("Could not record the listen: {e}")))?;
     Ok(super::response::ok(None, &fmt))
 }
 

@@ -8,13 +8,18 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
+use axum::http::HeaderMap;
+use axum::response::Response;
+
 use crate::cluster::route::Class::{self, Local, Memory, Write};
+use Async::{Avatar, Cover, Scrobble, Stream};
 use Grant::{Gate, Handler};
+use Ids::{Covers, Songs};
 
 use super::response::Node;
 use super::{
-    admin, auth, browse, file_playlists, folders, info, lists, lyrics, misc, podcast, queue, radio,
-    rating, scan, shares, user, Ctx, SyncResult,
+    admin, auth, browse, cover, file_playlists, folders, info, lists, lyrics, media, misc, podcast,
+    queue, radio, rating, scan, shares, user, Ctx, SubsonicError, SyncResult,
 };
 
 /// What runs a method.
@@ -22,9 +27,17 @@ use super::{
 pub(crate) enum Run {
     /// Answered to anyone, without credentials.
     Open(fn() -> Node),
-    /// Synchronous, on a blocking thread (the stores are synchronous).
+    /// Synchronous, on the blocking pool (the stores are synchronous).
     Sync(fn(&mut Ctx) -> SyncResult),
-    /// `stream` or `download` (`crate::subsonic::media::stream`).
+    /// On the executor: its answer is a file, a picture, or waits on a
+    /// write ([`Async::run`]).
+    Async(Async),
+}
+
+/// The methods that run on the executor.
+#[derive(Clone, Copy)]
+pub(crate) enum Async {
+    /// `stream` or `download` ([`media::stream`]).
     Stream { download: bool },
     /// `getCoverArt`.
     Cover,
@@ -34,15 +47,43 @@ pub(crate) enum Run {
     Scrobble,
 }
 
+impl Async {
+    /// The answer, for the request `c` with these `headers` (`head`: a
+    /// HEAD request).
+    pub(crate) async fn run(
+        self,
+        c: Ctx,
+        headers: &HeaderMap,
+        head: bool,
+    ) -> Result<Response, SubsonicError> {
+        match self {
+            Stream { download } => media::stream(c, headers, head, download).await,
+            Cover => cover::cover_art(c, headers).await,
+            Avatar => misc::avatar(c).await,
+            Scrobble => media::scrobble(c).await,
+        }
+    }
+}
+
 /// How a method keeps to the user's music-folder grants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Grant {
-    /// Its `id` is checked against the grants before it runs
+    /// Its `id`s are checked against the grants before it runs
     /// (`access::gate`).
-    Gate,
+    Gate(Ids),
     /// It reads only what the grants allow itself (`Ctx::access`), or no
     /// library entry at all.
     Handler,
+}
+
+/// What the `id`s of a gated method name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ids {
+    /// Songs: a hidden one is "Song not found".
+    Songs,
+    /// Songs, albums or artists whose cover is asked for: a hidden one is
+    /// "Cover art not found".
+    Covers,
 }
 
 /// One method: a row of [`TABLE`].
@@ -66,15 +107,15 @@ const fn row(name: &'static str, class: Class, grant: Grant, run: Run) -> Method
 }
 
 /// The table. Unsupported podcast and jukebox methods answer their own
-/// error (`podcast::unsupported`), so they are listed too.
+/// error (`podcast`), so they are listed too.
 #[rustfmt::skip]
 pub static TABLE: &[Method] = &[
     row("getOpenSubsonicExtensions", Local, Handler, Run::Open(browse::extensions)),
-    row("stream", Local, Gate, Run::Stream { download: false }),
-    row("download", Local, Gate, Run::Stream { download: true }),
-    row("getCoverArt", Local, Gate, Run::Cover),
-    row("scrobble", Write, Gate, Run::Scrobble),
-    row("getAvatar", Local, Handler, Run::Avatar),
+    row("stream", Local, Gate(Songs), Run::Async(Stream { download: false })),
+    row("download", Local, Gate(Songs), Run::Async(Stream { download: true })),
+    row("getCoverArt", Local, Gate(Covers), Run::Async(Cover)),
+    row("scrobble", Write, Gate(Songs), Run::Async(Scrobble)),
+    row("getAvatar", Local, Handler, Run::Async(Avatar)),
     row("ping", Local, Handler, Run::Sync(|_| Ok(None))),
     row("getLicense", Local, Handler, Run::Sync(license)),
     row("getMusicFolders", Local, Handler, Run::Sync(browse::music_folders)),
@@ -145,13 +186,13 @@ pub static TABLE: &[Method] = &[
     row("hls", Local, Handler, Run::Sync(misc::hls)),
     row("getChatMessages", Memory, Handler, Run::Sync(misc::chat_messages)),
     row("addChatMessage", Memory, Handler, Run::Sync(misc::add_chat_message)),
-    row("createPodcastChannel", Write, Handler, Run::Sync(|_| podcast::unsupported("createPodcastChannel"))),
-    row("deletePodcastChannel", Write, Handler, Run::Sync(|_| podcast::unsupported("deletePodcastChannel"))),
-    row("deletePodcastEpisode", Write, Handler, Run::Sync(|_| podcast::unsupported("deletePodcastEpisode"))),
-    row("downloadPodcastEpisode", Write, Handler, Run::Sync(|_| podcast::unsupported("downloadPodcastEpisode"))),
-    row("refreshPodcasts", Write, Handler, Run::Sync(|_| podcast::unsupported("refreshPodcasts"))),
-    row("jukeboxControl", Write, Handler, Run::Sync(|_| podcast::unsupported("jukeboxControl"))),
-    row("getPodcastEpisode", Local, Handler, Run::Sync(|_| podcast::unsupported("getPodcastEpisode"))),
+    row("createPodcastChannel", Write, Handler, Run::Sync(podcast::unsupported)),
+    row("deletePodcastChannel", Write, Handler, Run::Sync(podcast::unsupported)),
+    row("deletePodcastEpisode", Write, Handler, Run::Sync(podcast::unsupported)),
+    row("downloadPodcastEpisode", Write, Handler, Run::Sync(podcast::unsupported)),
+    row("refreshPodcasts", Write, Handler, Run::Sync(podcast::unsupported)),
+    row("jukeboxControl", Write, Handler, Run::Sync(podcast::no_jukebox)),
+    row("getPodcastEpisode", Local, Handler, Run::Sync(podcast::no_episode)),
 ];
 
 static BY_NAME: LazyLock<HashMap<&'static str, &'static Method>> =
@@ -241,7 +282,7 @@ mod tests {
     fn only_methods_that_take_a_song_or_cover_id_are_gated_before_they_run() {
         let gated: Vec<&str> = TABLE
             .iter()
-            .filter(|m| m.grant == Grant::Gate)
+            .filter(|m| matches!(m.grant, Grant::Gate(_)))
             .map(|m| m.name)
             .collect();
         assert_eq!(gated, ["stream", "download", "getCoverArt", "scrobble"]);

@@ -25,7 +25,7 @@ use axum::response::Response;
 use super::browse::song_node;
 use super::chat::ChatError;
 use super::response::Node;
-use super::{not_found, Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 
 /// The most songs one `search` answers (`count`); 20 by default.
 pub const SEARCH_MAX_COUNT: i64 = 500;
@@ -48,17 +48,14 @@ const AVATAR_TYPES: [(&str, &str); 5] = [
 
 /// The lower-cased words of parameter `name` (none when it is absent),
 /// refused past the network's query limits.
-fn words(c: &Ctx, name: &str) -> Result<Vec<String>, Fail> {
+fn words(c: &Ctx, name: &str) -> Result<Vec<String>, SubsonicError> {
     let v = c.p.get(name).unwrap_or("").trim();
     let max = spindle_query::limits::NETWORK_MAX_PATTERN_BYTES;
     if v.len() > max {
-        return Err(Fail(
-            0,
-            format!(
-                "Parameter {name} is {} bytes long; at most {max} are allowed: shorten it",
-                v.len()
-            ),
-        ));
+        return Err(SubsonicError::BadValue(format!(
+            "Parameter {name} is {} bytes long; at most {max} are allowed: shorten it",
+            v.len()
+        )));
     }
     Ok(v.split_whitespace().map(str::to_lowercase).collect())
 }
@@ -96,20 +93,17 @@ pub(crate) fn search(c: &mut Ctx) -> SyncResult {
         .collect();
     let max = spindle_query::limits::NETWORK_MAX_TERMS;
     if all.len() > max {
-        return Err(Fail(
-            0,
-            format!(
-                "The search has {} words; at most {max} are allowed: use fewer words",
-                all.len()
-            ),
-        ));
+        return Err(SubsonicError::BadValue(format!(
+            "The search has {} words; at most {max} are allowed: use fewer words",
+            all.len()
+        )));
     }
     let cat = c.cat();
     let access = c.access();
     let candidates: Vec<usize> = if all.is_empty() {
         (0..cat.songs.len()).collect()
     } else {
-        c.state.subsonic_views.of(&cat).text().search(&all).songs
+        c.state.subsonic.views.of(&cat).text().search(&all).songs
     };
     let hits: Vec<usize> = candidates
         .into_iter()
@@ -145,15 +139,14 @@ pub(crate) fn videos(_c: &mut Ctx) -> SyncResult {
 /// `getVideoInfo` and `getCaptions`: no id is a video.
 pub(crate) fn no_video(c: &mut Ctx) -> SyncResult {
     c.req("id")?;
-    Err(not_found("Video (Spindle serves no video)"))
+    Err(SubsonicError::NotFound("Video (Spindle serves no video)"))
 }
 
 /// `hls.m3u8`: refused; HTTP Live Streaming would need the song cut into
 /// segments, and every client that asks for it can `stream` instead.
 pub(crate) fn hls(c: &mut Ctx) -> SyncResult {
     c.req("id")?;
-    Err(Fail(
-        50,
+    Err(SubsonicError::Unsupported(
         "HLS is not supported; use stream, which plays the whole song".to_owned(),
     ))
 }
@@ -164,6 +157,7 @@ pub(crate) fn chat_messages(c: &mut Ctx) -> SyncResult {
     let since = c.int("since")?;
     let messages = c
         .state
+        .subsonic
         .chat
         .since(since)
         .into_iter()
@@ -183,10 +177,10 @@ pub(crate) fn chat_messages(c: &mut Ctx) -> SyncResult {
 pub(crate) fn add_chat_message(c: &mut Ctx) -> SyncResult {
     let message = c.req("message")?;
     let now_ms = c.now().saturating_mul(1000);
-    match c.state.chat.add(&c.user, now_ms, message) {
+    match c.state.subsonic.chat.add(&c.user, now_ms, message) {
         Ok(()) => Ok(None),
-        Err(ChatError::Empty) => Err(super::missing("message")),
-        Err(e) => Err(Fail(0, e.to_string())),
+        Err(ChatError::Empty) => Err(SubsonicError::Missing("message")),
+        Err(e) => Err(SubsonicError::BadValue(e.to_string())),
     }
 }
 
@@ -207,45 +201,45 @@ fn avatar_file(dir: &std::path::Path, user: &str) -> Option<(PathBuf, &'static s
 /// `getAvatar?username=NAME`: any user's avatar, to any user, as
 /// Subsonic allows, else the user's initial; error 70 for an unknown
 /// user.
-pub(crate) async fn avatar(c: Ctx) -> Result<Response, Fail> {
+pub(crate) async fn avatar(c: Ctx) -> Result<Response, SubsonicError> {
     let user = c.req("username")?.to_owned();
     if !safe_file_name(&user) || !c.state.accounts.user_exists(&user) {
-        return Err(not_found("User"));
+        return Err(SubsonicError::NotFound("User"));
     }
-    let dir = c.state.db.dir().join(AVATAR_DIR);
     let asked = user.clone();
-    let found = tokio::task::spawn_blocking(move || avatar_file(&dir, &user))
-        .await
-        .map_err(|_| Fail(0, "The request failed inside the server".to_owned()))?;
+    let found = c
+        .state
+        .call(move |st| avatar_file(&st.db.dir().join(AVATAR_DIR), &user))
+        .await?;
     let Some((path, mime)) = found else {
         // No file: the user's initial, so that apps show a picture rather
         // than a broken image.
-        let png = crate::cover::initial::png(&asked)
-            .map_err(|e| Fail(0, format!("The default avatar cannot be drawn: {e}")))?;
+        let png = crate::cover::initial::png(&asked).map_err(|e| {
+            SubsonicError::Internal(format!("The default avatar cannot be drawn: {e}"))
+        })?;
         return image_answer(png, "image/png");
     };
     let file_fail = |e: std::io::Error| {
         tracing::warn!(path = %path.display(), "cannot read avatar: {e}");
-        Fail(0, format!("The avatar file cannot be read: {e}"))
+        SubsonicError::Internal(format!("The avatar file cannot be read: {e}"))
     };
     let len = tokio::fs::metadata(&path).await.map_err(file_fail)?.len();
     if len > AVATAR_MAX_BYTES {
-        return Err(Fail(
-            0,
-            format!("The avatar file is {len} bytes; at most {AVATAR_MAX_BYTES} are served: make it smaller"),
-        ));
+        return Err(SubsonicError::Internal(format!(
+            "The avatar file is {len} bytes; at most {AVATAR_MAX_BYTES} are served: make it smaller"
+        )));
     }
     let bytes = tokio::fs::read(&path).await.map_err(file_fail)?;
     image_answer(bytes, mime)
 }
 
-fn image_answer(bytes: Vec<u8>, mime: &'static str) -> Result<Response, Fail> {
+fn image_answer(bytes: Vec<u8>, mime: &'static str) -> Result<Response, SubsonicError> {
     Response::builder()
         .header(CONTENT_TYPE, mime)
         .header(CONTENT_LENGTH, bytes.len())
         .header(CACHE_CONTROL, "private, max-age=3600")
         .body(Body::from(bytes))
-        .map_err(|e| Fail(0, e.to_string()))
+        .map_err(|e| SubsonicError::Internal(e.to_string()))
 }
 
 #[cfg(test)]

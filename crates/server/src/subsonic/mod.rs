@@ -14,8 +14,9 @@ pub(crate) mod access;
 mod admin;
 pub mod auth;
 mod browse;
-pub(crate) mod chat;
+mod chat;
 mod cover;
+mod error;
 mod file_playlists;
 mod folders;
 mod info;
@@ -37,7 +38,7 @@ mod shares;
 #[cfg(test)]
 pub(crate) mod testkit;
 mod user;
-pub(crate) mod views;
+mod views;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -51,7 +52,8 @@ use axum::Router;
 use crate::catalog::Catalog;
 use crate::params::Params;
 use crate::state::AppState;
-use methods::Run;
+pub(crate) use error::SubsonicError;
+use methods::{Grant, Run};
 use response::{Format, Node};
 
 pub fn router() -> Router<AppState> {
@@ -60,21 +62,24 @@ pub fn router() -> Router<AppState> {
         .route(info::IMAGE_ROUTE, get(info::signed_image))
 }
 
-/// A Subsonic error: code and message.
-#[derive(Debug, Clone)]
-pub(crate) struct Fail(pub u32, pub String);
-
-pub(crate) fn missing(name: &str) -> Fail {
-    Fail(10, format!("Required parameter is missing: {name}"))
-}
-
-pub(crate) fn not_found(what: &str) -> Fail {
-    Fail(70, format!("{what} not found"))
+/// What the Subsonic adapter keeps for itself: one field of
+/// [`crate::state::StateParts`], which the core never names.
+#[derive(Default)]
+pub(crate) struct SubsonicState {
+    /// The lists' orders, search text and folder tree, per catalog.
+    pub views: views::ViewCache,
+    /// The rescan `startScan` runs, and its count; stopped and joined in
+    /// [`AppState::stop_background`].
+    pub scans: scan::Scans,
+    /// The chat room of `addChatMessage`, in memory only.
+    pub chat: chat::Chat,
 }
 
 /// What every handler gets.
 pub(crate) struct Ctx {
     pub state: AppState,
+    /// The method's name, as its row of [`methods::TABLE`] spells it.
+    pub method: &'static str,
     pub user: String,
     pub p: Params,
     /// The request's Host header, for URLs back to this server.
@@ -93,8 +98,8 @@ impl Ctx {
         c
     }
 
-    pub fn req(&self, name: &str) -> Result<&str, Fail> {
-        self.p.nonempty(name).ok_or_else(|| missing(name))
+    pub fn req(&self, name: &'static str) -> Result<&str, SubsonicError> {
+        self.p.nonempty(name).ok_or(SubsonicError::Missing(name))
     }
 
     /// Every value of a repeated parameter.
@@ -107,28 +112,26 @@ impl Ctx {
             .collect()
     }
 
-    /// An integer parameter; `Fail(0)` when it is not one.
-    pub fn int(&self, name: &str) -> Result<Option<i64>, Fail> {
+    /// An integer parameter; error 0 when it is not one.
+    pub fn int(&self, name: &str) -> Result<Option<i64>, SubsonicError> {
         match self.p.nonempty(name) {
             None => Ok(None),
-            Some(v) => v
-                .parse()
-                .map(Some)
-                .map_err(|_| Fail(0, format!("Parameter {name} is not an integer: {v:?}"))),
+            Some(v) => v.parse().map(Some).map_err(|_| {
+                SubsonicError::BadValue(format!("Parameter {name} is not an integer: {v:?}"))
+            }),
         }
     }
 
     /// A boolean parameter, the one reading of every boolean of the API
-    /// ([`parse_flag`]): `None` when absent or empty, `Fail(0)` for a
+    /// ([`parse_flag`]): `None` when absent or empty, error 0 for a
     /// value that is not a boolean (never a guess).
-    pub fn flag(&self, name: &str) -> Result<Option<bool>, Fail> {
+    pub fn flag(&self, name: &str) -> Result<Option<bool>, SubsonicError> {
         match self.p.nonempty(name) {
             None => Ok(None),
             Some(v) => parse_flag(v).map(Some).ok_or_else(|| {
-                Fail(
-                    0,
-                    format!("Parameter {name} must be true or false, not {v:?}"),
-                )
+                SubsonicError::BadValue(format!(
+                    "Parameter {name} must be true or false, not {v:?}"
+                ))
             }),
         }
     }
@@ -152,7 +155,17 @@ pub(crate) fn parse_flag(v: &str) -> Option<bool> {
     }
 }
 
-type SyncResult = Result<Option<Node>, Fail>;
+/// What a synchronous method answers: its element (`None`: an empty
+/// `ok`), or why it failed.
+type SyncResult = Result<Option<Node>, SubsonicError>;
+
+/// Where a request stands after authentication and the folder gate.
+enum Next {
+    /// Answered: this element (or an empty `ok`).
+    Done(Option<Node>),
+    /// To be run on the executor (it answers a stream or a picture).
+    Async(methods::Async, Ctx),
+}
 
 async fn handle(
     State(state): State<AppState>,
@@ -160,6 +173,14 @@ async fn handle(
     req: Request,
 ) -> Response {
     let started = Instant::now();
+    let resp = answer(&state, method, req).await;
+    let failed = !resp.status().is_success();
+    state.metrics.request(started.elapsed(), failed);
+    resp
+}
+
+/// The answer to `/rest/METHOD`.
+async fn answer(state: &AppState, method: String, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let ip = crate::auth_guard::client_ip(&parts.extensions);
     // A POST with its credentials in the query string is authenticated
@@ -171,9 +192,9 @@ async fn handle(
         let query = Params::parse(parts.uri.query(), b"");
         let fmt = Format::from_params(query.get("f"), query.get("callback"));
         let limit = if has_credentials(&query) {
-            match who(&query, &state, ip).await {
+            match auth::authenticate(&query, state, ip).await {
                 Ok(user) => early_user = Some(user),
-                Err(Fail(code, msg)) => return response::error(code, &msg, &fmt),
+                Err(e) => return e.render(&fmt),
             }
             crate::body::SUBSONIC_MAX_BODY
         } else {
@@ -181,7 +202,7 @@ async fn handle(
         };
         match crate::body::read_body(body, limit, &state.bodies).await {
             Ok(b) => b,
-            Err(e) => return e.decorate(response::error(0, &e.to_string(), &fmt)),
+            Err(e) => return SubsonicError::from(e).render(&fmt),
         }
     } else {
         crate::body::BodyBytes::empty()
@@ -197,19 +218,20 @@ async fn handle(
         return response::ok(Some(answer()), &fmt);
     }
     // Authentication here (throttled; an Argon2 run waits on the hashing
-    // pool), then the method on a blocking thread: the store is
+    // pool), then the method on the blocking pool: the store is
     // synchronous. A stream authenticated by apiKey or salted token skips
     // that hop (it was a saving when the check ran there too).
-    let quick = matches!(m.map(|m| m.run), Some(Run::Stream { .. }))
-        && (p.get("apiKey").is_some() || (p.nonempty("t").is_some() && p.nonempty("s").is_some()));
-    let st = state.clone();
-    let fmt2 = fmt.clone();
+    let quick = matches!(
+        m.map(|m| m.run),
+        Some(Run::Async(methods::Async::Stream { .. }))
+    ) && (p.get("apiKey").is_some()
+        || (p.nonempty("t").is_some() && p.nonempty("s").is_some()));
     let authed = match early_user {
         Some(u) => Ok(u),
         // Logged in by a trusted single-sign-on proxy (crate::proxy).
-        None => match crate::proxy::proxy_user(&state, &parts.headers) {
+        None => match crate::proxy::proxy_user(state, &parts.headers) {
             Some(u) => Ok(u),
-            None => who(&p, &state, ip).await,
+            None => auth::authenticate(&p, state, ip).await,
         },
     };
     let host = parts
@@ -224,63 +246,40 @@ async fn handle(
         && authed.as_ref().is_ok_and(|u| {
             state.accounts.folders_of(u).is_none() || state.music.recent_catalog().is_some()
         });
-    let run = move || {
+    let st = state.clone();
+    let run = move || -> Result<Next, SubsonicError> {
         let user = authed?;
+        let m = m.ok_or(SubsonicError::UnknownMethod(method))?;
         let mut ctx = Ctx {
             state: st,
+            method: m.name,
             user,
             p,
             host,
             cat: None,
         };
-        let Some(m) = m else {
-            return Ok(Ok(Err(Fail(0, format!("Unknown method: {method}")))));
-        };
-        if m.grant == methods::Grant::Gate {
-            access::gate(&mut ctx, m.name)?;
+        if let Grant::Gate(ids) = m.grant {
+            access::gate(&mut ctx, ids)?;
         }
-        Ok(match m.run {
-            Run::Sync(f) => Ok(f(&mut ctx)),
-            _ => Err(ctx),
-        })
+        match m.run {
+            Run::Open(answer) => Ok(Next::Done(Some(answer()))),
+            Run::Sync(f) => f(&mut ctx).map(Next::Done),
+            Run::Async(a) => Ok(Next::Async(a, ctx)),
+        }
     };
-    let outcome = if quick {
-        Ok(run())
+    let next = if quick {
+        run()
     } else {
-        tokio::task::spawn_blocking(run).await
+        spindle_app::offload::run(run)
+            .await
+            .unwrap_or_else(|e| Err(e.into()))
     };
-    let resp = match outcome {
-        Err(_) => response::error(0, "The request failed inside the server", &fmt2),
-        Ok(Err(Fail(code, msg))) => response::error(code, &msg, &fmt2),
-        Ok(Ok(Ok(Ok(body)))) => response::ok(body, &fmt2),
-        Ok(Ok(Ok(Err(Fail(code, msg))))) => response::error(code, &msg, &fmt2),
-        Ok(Ok(Err(ctx))) => {
-            let r = match m.map(|m| m.run) {
-                Some(Run::Stream { download }) => {
-                    media::stream(ctx, &parts.headers, head, download).await
-                }
-                Some(Run::Cover) => cover::cover_art(ctx, &parts.headers).await,
-                Some(Run::Avatar) => misc::avatar(ctx).await,
-                Some(Run::Scrobble) => media::scrobble(ctx).await,
-                _ => Err(Fail(0, "The request failed inside the server".into())),
-            };
-            match r {
-                Ok(resp) => resp,
-                Err(Fail(code, msg)) => response::error(code, &msg, &fmt2),
-            }
-        }
+    let answered = match next {
+        Ok(Next::Done(body)) => return response::ok(body, &fmt),
+        Ok(Next::Async(a, ctx)) => a.run(ctx, &parts.headers, head).await,
+        Err(e) => Err(e),
     };
-    let failed = !resp.status().is_success();
-    state.metrics.request(started.elapsed(), failed);
-    resp
-}
-
-/// Who a request from `ip` is (throttled; an Argon2 run goes to the
-/// hashing pool).
-async fn who(p: &Params, st: &AppState, ip: Option<std::net::IpAddr>) -> Result<String, Fail> {
-    auth::authenticate(p, st, ip)
-        .await
-        .map_err(|r| Fail(r.code, r.message))
+    answered.unwrap_or_else(|e| e.render(&fmt))
 }
 
 /// Whether `p` holds a whole set of credentials (`u`+`p`, `u`+`t`+`s` or
@@ -295,6 +294,62 @@ fn has_credentials(p: &Params) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use testkit::Kit;
+
+    /// The code and message of a failed answer.
+    fn failure(r: &serde_json::Value) -> (i64, &str) {
+        assert_eq!(r["status"], "failed", "{r}");
+        let e = &r["error"];
+        (e["code"].as_i64().unwrap(), e["message"].as_str().unwrap())
+    }
+
+    #[tokio::test]
+    async fn each_failure_answers_its_code_and_message_through_the_dispatcher() {
+        let k = Kit::new();
+        /// A method, its parameters, and the code and message it fails with.
+        type Case = (
+            &'static str,
+            &'static [(&'static str, &'static str)],
+            i64,
+            &'static str,
+        );
+        let cases: [Case; 6] = [
+            ("noSuchMethod", &[], 0, "Unknown method: noSuchMethod"),
+            ("getSong", &[], 10, "Required parameter is missing: id"),
+            ("getSong", &[("id", "999999")], 70, "Song not found"),
+            (
+                "getAlbumList2",
+                &[("type", "newest"), ("size", "ten")],
+                0,
+                "Parameter size is not an integer: \"ten\"",
+            ),
+            (
+                "getUsers",
+                &[],
+                50,
+                "Only an administrator may list the users",
+            ),
+            // Gated by the table before the method runs.
+            ("stream", &[("id", "999999")], 70, "Song not found"),
+        ];
+        for (method, params, code, message) in cases {
+            let user = if method == "getUsers" { "bob" } else { "ann" };
+            let r = k.api(user, method, params).await;
+            assert_eq!(failure(&r), (code, message), "{method} {params:?}");
+        }
+        // Credentials are checked before the method is looked up.
+        let (_, _, body) = k.get("/rest/noSuchMethod?u=ann&p=wrong&f=json").await;
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let r = &v["subsonic-response"];
+        assert_eq!(failure(r), (40, "Wrong username or password"));
+        let (_, _, body) = k.get("/rest/ping?u=ann&f=json").await;
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let r = &v["subsonic-response"];
+        assert_eq!(
+            failure(r),
+            (10, "Required parameter is missing: p, or t and s")
+        );
+    }
 
     #[test]
     fn a_boolean_is_read_in_any_case_and_as_1_0_yes_no_and_nothing_else_is_guessed() {

@@ -5,7 +5,7 @@
 //! something answer error 50, saying so.
 
 use super::response::Node;
-use super::{not_found, Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 
 pub(crate) fn podcasts(_c: &mut Ctx) -> SyncResult {
     Ok(Some(Node::new("podcasts").list("channel", Vec::new())))
@@ -17,19 +17,25 @@ pub(crate) fn newest_podcasts(_c: &mut Ctx) -> SyncResult {
     ))
 }
 
-/// Error 50 for `method`: the server has no podcasts or jukebox.
-pub(crate) fn unsupported(method: &str) -> SyncResult {
-    if method == "getPodcastEpisode" {
-        return Err(not_found("Podcast episode"));
-    }
-    let what = if method == "jukeboxControl" {
-        "a jukebox"
-    } else {
-        "podcasts"
-    };
-    Err(Fail(
-        50,
-        format!("{method} is not supported: Spindle has no {what} (podcastRole and jukeboxRole are false for every user)"),
+/// `getPodcastEpisode`: no id is an episode.
+pub(crate) fn no_episode(_c: &mut Ctx) -> SyncResult {
+    Err(SubsonicError::NotFound("Podcast episode"))
+}
+
+/// Error 50 for a method that would change podcasts: the server has
+/// none.
+pub(crate) fn unsupported(c: &mut Ctx) -> SyncResult {
+    Err(not_here(c.method, "podcasts"))
+}
+
+/// Error 50 for `jukeboxControl`: the server has no jukebox.
+pub(crate) fn no_jukebox(c: &mut Ctx) -> SyncResult {
+    Err(not_here(c.method, "a jukebox"))
+}
+
+fn not_here(method: &str, what: &str) -> SubsonicError {
+    SubsonicError::Unsupported(format!(
+        "{method} is not supported: Spindle has no {what} (podcastRole and jukeboxRole are false for every user)"
     ))
 }
 
@@ -59,5 +65,25 @@ mod tests {
             50
         );
         assert_eq!(k.code("ann", "getPodcastEpisode", &[("id", "1")]).await, 70);
+    }
+
+    #[tokio::test]
+    async fn each_refusal_names_the_method_asked_for() {
+        let k = Kit::new();
+        let tail = "(podcastRole and jukeboxRole are false for every user)";
+        for (method, what) in [
+            ("refreshPodcasts", "podcasts"),
+            ("deletePodcastEpisode", "podcasts"),
+            ("jukeboxControl", "a jukebox"),
+        ] {
+            let r = k.api("ann", method, &[]).await;
+            assert_eq!(
+                r["error"]["message"],
+                format!("{method} is not supported: Spindle has no {what} {tail}"),
+                "{r}"
+            );
+        }
+        let r = k.api("ann", "getPodcastEpisode", &[]).await;
+        assert_eq!(r["error"]["message"], "Podcast episode not found");
     }
 }

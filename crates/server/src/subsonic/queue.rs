@@ -7,18 +7,14 @@
 
 use super::browse::song_node;
 use super::response::Node;
-use super::{missing, not_found, Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::catalog::Catalog;
 use crate::time::iso8601;
 use crate::userdata::PlayQueue;
 
-fn store_fail(e: impl std::fmt::Display) -> Fail {
-    Fail(0, format!("Could not save: {e}"))
-}
-
 /// The songs of the repeated `id` parameter, as entry ids; a song the
 /// user may not see is not found.
-fn queued_songs(c: &mut Ctx) -> Result<Vec<u32>, Fail> {
+fn queued_songs(c: &mut Ctx) -> Result<Vec<u32>, SubsonicError> {
     let cat = c.cat();
     let access = c.access();
     c.all("id")
@@ -28,17 +24,19 @@ fn queued_songs(c: &mut Ctx) -> Result<Vec<u32>, Fail> {
 }
 
 /// The client's name (`c`), within the history's limit.
-fn client(c: &Ctx) -> Result<String, Fail> {
+fn client(c: &Ctx) -> Result<String, SubsonicError> {
     let name = c.p.nonempty("c").unwrap_or("subsonic");
     let max = spindle_listens::limits::MAX_CLIENT;
     if name.len() > max {
-        return Err(Fail(0, format!("The client name (c) is over {max} bytes")));
+        return Err(SubsonicError::BadValue(format!(
+            "The client name (c) is over {max} bytes"
+        )));
     }
     Ok(name.to_owned())
 }
 
 /// The `position` parameter in milliseconds (0 when absent).
-fn position(c: &Ctx) -> Result<i64, Fail> {
+fn position(c: &Ctx) -> Result<i64, SubsonicError> {
     Ok(c.int("position")?.unwrap_or(0).max(0))
 }
 
@@ -58,7 +56,7 @@ fn save(c: &Ctx, songs: Vec<u32>, current: Option<usize>) -> SyncResult {
         .music
         .userdata
         .set_play_queue(&c.user, q)
-        .map_err(store_fail)?;
+        .map_err(SubsonicError::not_saved)?;
     Ok(None)
 }
 
@@ -84,18 +82,15 @@ pub(crate) fn save_play_queue_by_index(c: &mut Ctx) -> SyncResult {
     let songs = queued_songs(c)?;
     let current = match c.int("currentIndex")? {
         None if songs.is_empty() => None,
-        None => return Err(missing("currentIndex")),
+        None => return Err(SubsonicError::Missing("currentIndex")),
         Some(i) => match usize::try_from(i).ok().filter(|&i| i < songs.len()) {
             Some(i) => Some(i),
             None => {
-                return Err(Fail(
-                    0,
-                    format!(
-                        "currentIndex {i} is outside the queue of {} songs (0 to {})",
-                        songs.len(),
-                        songs.len().saturating_sub(1)
-                    ),
-                ))
+                return Err(SubsonicError::BadValue(format!(
+                    "currentIndex {i} is outside the queue of {} songs (0 to {})",
+                    songs.len(),
+                    songs.len().saturating_sub(1)
+                )))
             }
         },
     };
@@ -163,14 +158,13 @@ pub(crate) fn create_bookmark(c: &mut Ctx) -> SyncResult {
     let id = c.req("id")?.to_owned();
     let position = c
         .int("position")?
-        .ok_or_else(|| missing("position"))?
+        .ok_or(SubsonicError::Missing("position"))?
         .max(0);
     let comment = c.p.get("comment").unwrap_or("");
     if comment.len() > MAX_COMMENT {
-        return Err(Fail(
-            0,
-            format!("The comment is over {MAX_COMMENT} bytes: shorten it"),
-        ));
+        return Err(SubsonicError::BadValue(format!(
+            "The comment is over {MAX_COMMENT} bytes: shorten it"
+        )));
     }
     let comment = comment.to_owned();
     let cat = c.cat();
@@ -179,7 +173,7 @@ pub(crate) fn create_bookmark(c: &mut Ctx) -> SyncResult {
         .music
         .userdata
         .set_bookmark(&c.user, song, position, &comment, c.now())
-        .map_err(store_fail)?;
+        .map_err(SubsonicError::not_saved)?;
     Ok(None)
 }
 
@@ -217,15 +211,17 @@ pub(crate) fn get_bookmarks(c: &mut Ctx) -> SyncResult {
 /// `deleteBookmark`: `id` (a song); 70 when the user has no bookmark in it.
 pub(crate) fn delete_bookmark(c: &mut Ctx) -> SyncResult {
     let id = c.req("id")?;
-    let entry: u32 = id.parse().map_err(|_| not_found("Bookmark"))?;
+    let entry: u32 = id
+        .parse()
+        .map_err(|_| SubsonicError::NotFound("Bookmark"))?;
     let gone = c
         .state
         .music
         .userdata
         .delete_bookmark(&c.user, entry)
-        .map_err(store_fail)?;
+        .map_err(SubsonicError::not_saved)?;
     if !gone {
-        return Err(not_found("Bookmark"));
+        return Err(SubsonicError::NotFound("Bookmark"));
     }
     Ok(None)
 }

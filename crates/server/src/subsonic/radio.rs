@@ -5,7 +5,7 @@
 
 use super::admin::require_admin;
 use super::response::Node;
-use super::{not_found, Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::userdata::Station;
 
 /// The longest URL accepted, in bytes.
@@ -13,39 +13,35 @@ pub const MAX_URL: usize = 2_048;
 /// The longest station name, in bytes.
 pub const MAX_NAME: usize = 256;
 
-fn store_fail(e: impl std::fmt::Display) -> Fail {
-    Fail(0, format!("Could not save: {e}"))
-}
-
 /// An http(s) URL within [`MAX_URL`].
-fn url(c: &Ctx, name: &str, required: bool) -> Result<String, Fail> {
+fn url(c: &Ctx, name: &'static str, required: bool) -> Result<String, SubsonicError> {
     let v = match c.p.nonempty(name) {
         Some(v) => v.trim(),
-        None if required => return Err(super::missing(name)),
+        None if required => return Err(SubsonicError::Missing(name)),
         None => return Ok(String::new()),
     };
     let scheme_ok = ["http://", "https://"]
         .iter()
         .any(|s| v.len() > s.len() && v.get(..s.len()).is_some_and(|p| p.eq_ignore_ascii_case(s)));
     if !scheme_ok {
-        return Err(Fail(
-            0,
-            format!("{name} must be an http:// or https:// URL"),
-        ));
+        return Err(SubsonicError::BadValue(format!(
+            "{name} must be an http:// or https:// URL"
+        )));
     }
     if v.len() > MAX_URL || v.chars().any(char::is_whitespace) {
-        return Err(Fail(
-            0,
-            format!("{name} must be one URL of at most {MAX_URL} bytes"),
-        ));
+        return Err(SubsonicError::BadValue(format!(
+            "{name} must be one URL of at most {MAX_URL} bytes"
+        )));
     }
     Ok(v.to_owned())
 }
 
-fn station(c: &Ctx) -> Result<Station, Fail> {
+fn station(c: &Ctx) -> Result<Station, SubsonicError> {
     let name = c.req("name")?.trim().to_owned();
     if name.len() > MAX_NAME {
-        return Err(Fail(0, format!("The name is over {MAX_NAME} bytes")));
+        return Err(SubsonicError::BadValue(format!(
+            "The name is over {MAX_NAME} bytes"
+        )));
     }
     Ok(Station {
         name,
@@ -54,10 +50,10 @@ fn station(c: &Ctx) -> Result<Station, Fail> {
     })
 }
 
-fn station_id(c: &Ctx) -> Result<u64, Fail> {
+fn station_id(c: &Ctx) -> Result<u64, SubsonicError> {
     c.req("id")?
         .parse()
-        .map_err(|_| not_found("Internet radio station"))
+        .map_err(|_| SubsonicError::NotFound("Internet radio station"))
 }
 
 pub(crate) fn stations(c: &mut Ctx) -> SyncResult {
@@ -86,7 +82,11 @@ pub(crate) fn stations(c: &mut Ctx) -> SyncResult {
 pub(crate) fn create(c: &mut Ctx) -> SyncResult {
     require_admin(c, "add internet radio stations")?;
     let s = station(c)?;
-    c.state.music.userdata.add_station(s).map_err(store_fail)?;
+    c.state
+        .music
+        .userdata
+        .add_station(s)
+        .map_err(SubsonicError::not_saved)?;
     Ok(None)
 }
 
@@ -99,9 +99,9 @@ pub(crate) fn update(c: &mut Ctx) -> SyncResult {
         .music
         .userdata
         .put_station(id, s)
-        .map_err(store_fail)?
+        .map_err(SubsonicError::not_saved)?
     {
-        return Err(not_found("Internet radio station"));
+        return Err(SubsonicError::NotFound("Internet radio station"));
     }
     Ok(None)
 }
@@ -114,9 +114,9 @@ pub(crate) fn delete(c: &mut Ctx) -> SyncResult {
         .music
         .userdata
         .delete_station(id)
-        .map_err(store_fail)?
+        .map_err(SubsonicError::not_saved)?
     {
-        return Err(not_found("Internet radio station"));
+        return Err(SubsonicError::NotFound("Internet radio station"));
     }
     Ok(None)
 }

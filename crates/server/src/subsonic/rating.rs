@@ -13,7 +13,7 @@
 use spindle_query::{SourcePref, Value, DEFAULT_SOURCEPREF};
 use spindle_store::ValueRef;
 
-use super::{missing, not_found, Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::catalog::Catalog;
 use crate::state::AppState;
 
@@ -162,39 +162,40 @@ pub(crate) fn rate(
 }
 
 /// The `rating` parameter: 0 (none) to 5.
-fn rating_param(c: &Ctx) -> Result<i64, Fail> {
+fn rating_param(c: &Ctx) -> Result<i64, SubsonicError> {
     let r = c.req("rating")?;
     let n: i64 = r.trim().parse().map_err(|_| {
-        Fail(
-            0,
-            format!("The rating must be a whole number from 0 (none) to {MAX_RATING}, not {r:?}"),
-        )
+        SubsonicError::BadValue(format!(
+            "The rating must be a whole number from 0 (none) to {MAX_RATING}, not {r:?}"
+        ))
     })?;
     if !(0..=MAX_RATING).contains(&n) {
-        return Err(Fail(
-            0,
-            format!("The rating must be from 0 (none) to {MAX_RATING}, not {n}"),
-        ));
+        return Err(SubsonicError::BadValue(format!(
+            "The rating must be from 0 (none) to {MAX_RATING}, not {n}"
+        )));
     }
     Ok(n)
 }
 
 /// `setRating`: `id` (song, album or artist), `rating` 0..=5, 0 removes.
 pub(crate) fn set_rating(c: &mut Ctx) -> SyncResult {
-    let id = c.p.nonempty("id").ok_or_else(|| missing("id"))?.to_owned();
+    let id =
+        c.p.nonempty("id")
+            .ok_or(SubsonicError::Missing("id"))?
+            .to_owned();
     let rating = rating_param(c)?;
     let cat = c.cat();
     // What the user may not see is as unknown as what does not exist.
     if c.access().hides(&cat, &id) {
-        return Err(not_found("Song, album or artist"));
+        return Err(SubsonicError::NotFound("Song, album or artist"));
     }
     rate(&c.state, &cat, &c.user, &id, rating).map_err(|e| match e {
-        RateError::NotAllowed => Fail(
-            50,
+        RateError::NotAllowed => SubsonicError::NotAuthorized(
             "You may not rate: ask an administrator for the comment role".into(),
         ),
-        RateError::NotFound => not_found("Song, album or artist"),
-        RateError::OutOfRange(_) | RateError::Save(_) => Fail(0, capitalised(&e.to_string())),
+        RateError::NotFound => SubsonicError::NotFound("Song, album or artist"),
+        RateError::OutOfRange(_) => SubsonicError::BadValue(capitalised(&e.to_string())),
+        RateError::Save(_) => SubsonicError::Internal(capitalised(&e.to_string())),
     })?;
     Ok(None)
 }

@@ -5,7 +5,7 @@
 //! its watcher runs on change ([`spindle_media::scan()`]): unchanged files
 //! cost a `stat`, new and changed ones are read. One runs at a time; a
 //! `startScan` while one runs reports it. [`Scans`] is the state
-//! ([`crate::AppState`] holds it); its thread is joined by
+//! ([`super::SubsonicState`] holds it); its thread is joined by
 //! [`Scans::stop`] at shutdown, after which no scan starts. A scan that
 //! has begun runs to its end (the scanner has no way to stop midway; it
 //! commits in batches, so what it did is kept either way).
@@ -26,7 +26,7 @@ use spindle_store::Db;
 
 use super::admin::require_admin;
 use super::response::Node;
-use super::{Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::music::Music;
 use crate::state::lock;
 use crate::time::iso8601;
@@ -233,7 +233,7 @@ impl Scans {
 }
 
 fn status(c: &mut Ctx) -> Node {
-    let scans = &c.state.scans;
+    let scans = &c.state.subsonic.scans;
     let running = scans.running();
     let finished = scans.finished().unwrap_or(0);
     let access = c.access();
@@ -265,9 +265,10 @@ pub(crate) fn get_scan_status(c: &mut Ctx) -> SyncResult {
 pub(crate) fn start_scan(c: &mut Ctx) -> SyncResult {
     require_admin(c, "start a scan")?;
     let st = &c.state;
-    st.scans
+    st.subsonic
+        .scans
         .start(st.db.clone(), st.music.clone(), st.clock.clone())
-        .map_err(|e| Fail(0, format!("The scan did not start: {e}")))?;
+        .map_err(|e| SubsonicError::Refused(format!("The scan did not start: {e}")))?;
     Ok(Some(status(c)))
 }
 

@@ -7,25 +7,21 @@
 
 use super::browse::song_node;
 use super::response::Node;
-use super::{missing, not_found, Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::time::iso8601;
 use crate::userdata::{Share, MAX_SHARE_SONGS};
 
 /// The longest description, in bytes.
 pub const MAX_DESCRIPTION: usize = 1_000;
 
-fn store_fail(e: impl std::fmt::Display) -> Fail {
-    Fail(0, format!("Could not save: {e}"))
-}
-
 /// The songs an `id` names: a song, an album, an artist, or a playlist
 /// the user may read (a number is a song when there is such a song); of
 /// the songs the user may see only (a hidden song, album or artist is not
 /// found, so nobody shares what they may not see).
-fn songs_of(c: &mut Ctx, id: &str) -> Result<Vec<u32>, Fail> {
+fn songs_of(c: &mut Ctx, id: &str) -> Result<Vec<u32>, SubsonicError> {
     let cat = c.cat();
     let access = c.access();
-    let unknown = || not_found("Song, album, artist or playlist");
+    let unknown = || SubsonicError::NotFound("Song, album, artist or playlist");
     if access.hides(&cat, id) {
         return Err(unknown());
     }
@@ -66,24 +62,22 @@ fn songs_of(c: &mut Ctx, id: &str) -> Result<Vec<u32>, Fail> {
 }
 
 /// `expires` in ms since the epoch as seconds; 0 or absent: never.
-fn expires(c: &Ctx) -> Result<Option<Option<i64>>, Fail> {
+fn expires(c: &Ctx) -> Result<Option<Option<i64>>, SubsonicError> {
     match c.int("expires")? {
         None => Ok(None),
         Some(ms) if ms <= 0 => Ok(Some(None)),
-        Some(ms) if ms / 1000 <= c.now() => Err(Fail(
-            0,
+        Some(ms) if ms / 1000 <= c.now() => Err(SubsonicError::BadValue(
             "expires is in the past: send a time to come, in ms since 1970, or 0 for never".into(),
         )),
         Some(ms) => Ok(Some(Some(ms / 1000))),
     }
 }
 
-fn description(c: &Ctx) -> Result<Option<String>, Fail> {
+fn description(c: &Ctx) -> Result<Option<String>, SubsonicError> {
     match c.p.get("description") {
-        Some(d) if d.len() > MAX_DESCRIPTION => Err(Fail(
-            0,
-            format!("The description is over {MAX_DESCRIPTION} bytes: shorten it"),
-        )),
+        Some(d) if d.len() > MAX_DESCRIPTION => Err(SubsonicError::BadValue(format!(
+            "The description is over {MAX_DESCRIPTION} bytes: shorten it"
+        ))),
         d => Ok(d.map(|d| d.trim().to_owned())),
     }
 }
@@ -113,16 +107,18 @@ fn share_node(c: &mut Ctx, token: &str, s: &Share) -> Node {
 }
 
 /// A share the caller may change: their own, or any for an administrator.
-fn owned(c: &Ctx) -> Result<(String, Share), Fail> {
+fn owned(c: &Ctx) -> Result<(String, Share), SubsonicError> {
     let token = c.req("id")?.to_owned();
     let s = c
         .state
         .music
         .userdata
         .share(&token)
-        .ok_or_else(|| not_found("Share"))?;
+        .ok_or(SubsonicError::NotFound("Share"))?;
     if s.owner != c.user && !c.state.accounts.is_admin(&c.user) {
-        return Err(Fail(50, "This share belongs to another user".into()));
+        return Err(SubsonicError::NotAuthorized(
+            "This share belongs to another user".into(),
+        ));
     }
     Ok((token, s))
 }
@@ -130,23 +126,21 @@ fn owned(c: &Ctx) -> Result<(String, Share), Fail> {
 /// `createShare`: `id` (repeated), `description`, `expires` (ms).
 pub(crate) fn create(c: &mut Ctx) -> SyncResult {
     if !c.state.accounts.roles(&c.user).is_some_and(|r| r.share) {
-        return Err(Fail(
-            50,
+        return Err(SubsonicError::NotAuthorized(
             "You may not share: ask an administrator for the share role".into(),
         ));
     }
     let ids: Vec<String> = c.all("id").into_iter().map(str::to_owned).collect();
     if ids.is_empty() {
-        return Err(missing("id"));
+        return Err(SubsonicError::Missing("id"));
     }
     let mut songs = Vec::new();
     for id in &ids {
         songs.extend(songs_of(c, id)?);
         if songs.len() > MAX_SHARE_SONGS {
-            return Err(Fail(
-                0,
-                format!("A share holds at most {MAX_SHARE_SONGS} songs: share less"),
-            ));
+            return Err(SubsonicError::BadValue(format!(
+                "A share holds at most {MAX_SHARE_SONGS} songs: share less"
+            )));
         }
     }
     let s = Share {
@@ -163,7 +157,7 @@ pub(crate) fn create(c: &mut Ctx) -> SyncResult {
         .music
         .userdata
         .create_share(&token, s.clone())
-        .map_err(store_fail)?;
+        .map_err(SubsonicError::not_saved)?;
     let n = share_node(c, &token, &s);
     Ok(Some(Node::new("shares").list("share", vec![n])))
 }
@@ -196,9 +190,9 @@ pub(crate) fn update(c: &mut Ctx) -> SyncResult {
         .music
         .userdata
         .put_share(&token, s)
-        .map_err(store_fail)?
+        .map_err(SubsonicError::not_saved)?
     {
-        return Err(not_found("Share"));
+        return Err(SubsonicError::NotFound("Share"));
     }
     Ok(None)
 }
@@ -210,6 +204,6 @@ pub(crate) fn delete(c: &mut Ctx) -> SyncResult {
         .music
         .userdata
         .delete_share(&token)
-        .map_err(store_fail)?;
+        .map_err(SubsonicError::not_saved)?;
     Ok(None)
 }

@@ -5,14 +5,10 @@
 
 use super::browse::song_node;
 use super::response::Node;
-use super::{missing, not_found, Ctx, Fail, SyncResult};
+use super::{Ctx, SubsonicError, SyncResult};
 use crate::catalog::Song;
 use crate::time::iso8601;
 use crate::userdata::Playlist;
-
-fn store_fail(e: impl std::fmt::Display) -> Fail {
-    Fail(0, format!("Could not save: {e}"))
-}
 
 /// `star` and `unstar`: songs, albums and artists the user may see (a
 /// hidden one is not found). A song's star is the love of its track
@@ -34,17 +30,17 @@ pub(crate) fn star(c: &mut Ctx, on: bool) -> SyncResult {
         ids.push(id.to_owned());
     }
     if ids.is_empty() && songs.is_empty() {
-        return Err(missing("id"));
+        return Err(SubsonicError::Missing("id"));
     }
     for s in songs {
-        crate::loves::star_song(&c.state, &c.user, s, on).map_err(store_fail)?;
+        crate::loves::star_song(&c.state, &c.user, s, on).map_err(SubsonicError::not_saved)?;
     }
     if !ids.is_empty() {
         c.state
             .music
             .userdata
             .star(&c.user, &ids, on, c.now())
-            .map_err(store_fail)?;
+            .map_err(SubsonicError::not_saved)?;
     }
     Ok(None)
 }
@@ -109,7 +105,9 @@ pub(crate) fn with_songs(
 pub(crate) fn playlists(c: &mut Ctx) -> SyncResult {
     if let Some(other) = c.p.nonempty("username") {
         if other != c.user {
-            return Err(Fail(50, "Only your own playlists can be listed".into()));
+            return Err(SubsonicError::NotAuthorized(
+                "Only your own playlists can be listed".into(),
+            ));
         }
     }
     let list = c.state.music.userdata.playlists(&c.user);
@@ -122,30 +120,34 @@ pub(crate) fn playlists(c: &mut Ctx) -> SyncResult {
     Ok(Some(Node::new("playlists").list("playlist", nodes)))
 }
 
-fn playlist_id(c: &Ctx, name: &str) -> Result<u64, Fail> {
+fn playlist_id(c: &Ctx, name: &'static str) -> Result<u64, SubsonicError> {
     let v = c.req(name)?;
-    v.parse().map_err(|_| not_found("Playlist"))
+    v.parse().map_err(|_| SubsonicError::NotFound("Playlist"))
 }
 
 /// A playlist the user may read.
-fn readable(c: &Ctx, id: u64) -> Result<Playlist, Fail> {
+fn readable(c: &Ctx, id: u64) -> Result<Playlist, SubsonicError> {
     let p = c
         .state
         .music
         .userdata
         .playlist(id)
-        .ok_or_else(|| not_found("Playlist"))?;
+        .ok_or(SubsonicError::NotFound("Playlist"))?;
     if p.owner != c.user && !p.public {
-        return Err(Fail(50, "This playlist belongs to another user".into()));
+        return Err(SubsonicError::NotAuthorized(
+            "This playlist belongs to another user".into(),
+        ));
     }
     Ok(p)
 }
 
 /// A playlist the user may change.
-fn owned(c: &Ctx, id: u64) -> Result<Playlist, Fail> {
+fn owned(c: &Ctx, id: u64) -> Result<Playlist, SubsonicError> {
     let p = readable(c, id)?;
     if p.owner != c.user {
-        return Err(Fail(50, "This playlist belongs to another user".into()));
+        return Err(SubsonicError::NotAuthorized(
+            "This playlist belongs to another user".into(),
+        ));
     }
     Ok(p)
 }
@@ -157,7 +159,7 @@ pub(crate) fn playlist(c: &mut Ctx) -> SyncResult {
 }
 
 /// The songs of the repeated parameter `name`; a hidden one is not found.
-fn song_ids(c: &mut Ctx, name: &str) -> Result<Vec<u32>, Fail> {
+fn song_ids(c: &mut Ctx, name: &str) -> Result<Vec<u32>, SubsonicError> {
     let cat = c.cat();
     let access = c.access();
     c.all(name)
@@ -182,7 +184,7 @@ pub(crate) fn create_playlist(c: &mut Ctx) -> SyncResult {
             .music
             .userdata
             .put_playlist(id, p)
-            .map_err(store_fail)?;
+            .map_err(SubsonicError::not_saved)?;
         id
     } else {
         let name = c.req("name")?.to_owned();
@@ -199,7 +201,7 @@ pub(crate) fn create_playlist(c: &mut Ctx) -> SyncResult {
             .music
             .userdata
             .create_playlist(p)
-            .map_err(store_fail)?
+            .map_err(SubsonicError::not_saved)?
     };
     let p = readable(c, id)?;
     Ok(Some(playlist_node(c, id, &p, true)))
@@ -219,9 +221,9 @@ pub(crate) fn update_playlist(c: &mut Ctx) -> SyncResult {
     }
     let mut remove: Vec<usize> = Vec::new();
     for i in c.all("songIndexToRemove") {
-        let i: usize = i
-            .parse()
-            .map_err(|_| Fail(0, format!("songIndexToRemove is not an index: {i:?}")))?;
+        let i: usize = i.parse().map_err(|_| {
+            SubsonicError::BadValue(format!("songIndexToRemove is not an index: {i:?}"))
+        })?;
         remove.push(i);
     }
     // The indexes are places in the list as getPlaylist shows it (songs
@@ -248,7 +250,7 @@ pub(crate) fn update_playlist(c: &mut Ctx) -> SyncResult {
         .music
         .userdata
         .put_playlist(id, p)
-        .map_err(store_fail)?;
+        .map_err(SubsonicError::not_saved)?;
     Ok(None)
 }
 
@@ -259,7 +261,7 @@ pub(crate) fn delete_playlist(c: &mut Ctx) -> SyncResult {
         .music
         .userdata
         .delete_playlist(id)
-        .map_err(store_fail)?;
+        .map_err(SubsonicError::not_saved)?;
     Ok(None)
 }
 

@@ -5,7 +5,7 @@
 //! tree of `getIndexes`/`getMusicDirectory` ([`super::folders::Tree`]),
 //! and the playlist files of the music folders ([`crate::m3u`]).
 //!
-//! A [`ViewCache`] (a field of [`crate::AppState`]) holds the views of the
+//! A [`ViewCache`] (a field of [`super::SubsonicState`]) holds the views of the
 //! catalog last asked about; a new catalog (the music side rebuilds it
 //! when the library changes) gets new views. Each part is built on first
 //! use, so a server that never browses by folder never builds the tree.

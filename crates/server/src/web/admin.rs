@@ -246,15 +246,15 @@ pub(super) async fn folders(State(st): State<AppState>, _: User<Admin>) -> Respo
 /// `reading`, `finishing`, `idle`) with `done` of `total` files to read;
 /// when the last rescan ended.
 fn scan_json(st: &AppState) -> Response {
-    let p = st.scans.progress();
-    let count = if st.scans.running() {
-        st.scans.count()
+    let p = st.subsonic.scans.progress();
+    let count = if st.subsonic.scans.running() {
+        st.subsonic.scans.count()
     } else {
         st.music.catalog(&st.db).songs.len() as u64
     };
     Json(json!({
-        "scanning": st.scans.running(), "count": count, "stage": p.stage.name(),
-        "done": p.done, "total": p.total, "last_scan": st.scans.finished(),
+        "scanning": st.subsonic.scans.running(), "count": count, "stage": p.stage.name(),
+        "done": p.done, "total": p.total, "last_scan": st.subsonic.scans.finished(),
     }))
     .into_response()
 }
@@ -267,7 +267,8 @@ pub(super) async fn scan_status(State(st): State<AppState>, _: User<Admin>) -> W
 /// `POST /ui/api/admin/scan`: starts a rescan of the music folders (the
 /// one Subsonic's `startScan` runs) unless one runs.
 pub(super) async fn start_scan(State(st): State<AppState>, _: User<Admin>) -> WebResult {
-    st.scans
+    st.subsonic
+        .scans
         .start(st.db.clone(), st.music.clone(), st.clock.clone())
         .map_err(|e| {
             WebError::new(
