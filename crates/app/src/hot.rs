@@ -331,7 +331,7 @@ pub async fn pin_loop(
         if seen != Some((mtime, entries)) {
             seen = Some((mtime, entries));
             let (db, music, pins, t) = (db.clone(), music.clone(), pins.clone(), tiers.clone());
-            let r = tokio::task::spawn_blocking(move || {
+            let r = crate::offload::run(move || {
                 let _job = tracing::info_span!("pins").entered();
                 pinned_tracks(&db, &pins, music.roots()).map(|tracks| t.set_pinned(tracks))
             })

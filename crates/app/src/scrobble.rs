@@ -109,7 +109,7 @@ pub async fn store_songs(
         return Ok(Vec::new());
     }
     let (history, db, plays) = (app.listens.clone(), app.db.clone(), app.plays.clone());
-    let out = tokio::task::spawn_blocking(move || {
+    let out = crate::offload::run(move || {
         let out = history.submit(&listens)?;
         let lib = db.read();
         // An entry the library no longer has is as good as none.
@@ -159,7 +159,7 @@ pub async fn love(
 ) -> Result<(), AppendError> {
     spindle_listens::check_love_limits(&user, &artist, &title)?;
     let app = app.clone();
-    tokio::task::spawn_blocking(move || crate::loves::set(&app, &user, &artist, &title, loved))
+    crate::offload::run(move || crate::loves::set(&app, &user, &artist, &title, loved))
         .await
         .map_err(|e| AppendError::Io(format!("the writer task failed: {e}")))?
 }

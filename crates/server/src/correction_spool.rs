@@ -199,7 +199,7 @@ pub async fn run(state: AppState, spool: CorrectionSpool, mut stop: watch::Recei
             changed = stop.changed() => if changed.is_err() { break },
             _ = tick.tick() => {
                 let (st, sp) = (state.clone(), spool.clone());
-                match tokio::task::spawn_blocking(move || sp.answer_incoming(&st)).await {
+                match spindle_app::offload::run(move || sp.answer_incoming(&st)).await {
                     Ok(Ok(_)) => {}
                     Ok(Err(e)) => tracing::warn!("answering correction requests: {e}"),
                     Err(e) => tracing::warn!("answering correction requests: {e}"),

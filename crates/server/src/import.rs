@@ -182,7 +182,7 @@ pub async fn run_here(state: AppState, job: Job) -> Job {
     let (_stop, stopped) = tokio::sync::watch::channel(false);
     let outbound = state.config.forward.outbound.clone();
     let job = worker::run_job(state.app.as_ref().clone(), outbound, spool, job, stopped).await;
-    let _ = tokio::task::spawn_blocking(move || state.stop_background()).await;
+    let _ = spindle_app::offload::run(move || state.stop_background()).await;
     job
 }
 

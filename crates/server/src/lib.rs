@@ -180,7 +180,7 @@ pub async fn serve_with(
         () = grace => {}
     }
     let st = state.clone();
-    let _ = tokio::task::spawn_blocking(move || st.flush_library_links()).await;
+    let _ = spindle_app::offload::run(move || st.flush_library_links()).await;
     Ok(())
 }
 

@@ -245,7 +245,7 @@ pub(crate) async fn page(
             r
         });
     }
-    let text = tokio::task::spawn_blocking(move || {
+    let text = spindle_app::offload::run(move || {
         let cat = state.music.catalog(&state.db);
         let entries = state.db.read().len();
         let mut text = state.metrics.render(

@@ -138,7 +138,7 @@ pub enum OpenError {
     #[error("loading the TLS certificate")]
     Tls(#[source] crate::tls::TlsError),
     #[error("opening the server failed inside: {0}")]
-    Task(#[source] tokio::task::JoinError),
+    Task(#[source] spindle_app::offload::Interrupted),
 }
 
 /// What [`Server::open`] found and did, for the binary to report.
@@ -204,7 +204,7 @@ impl Server {
         let primary = cluster.as_ref().is_none_or(|(_, s)| s.is_primary());
         let rescan_every = config.rescan_every;
         let (state, opened, watcher) =
-            tokio::task::spawn_blocking(move || open_blocking(config, primary))
+            spindle_app::offload::run(move || open_blocking(config, primary))
                 .await
                 .map_err(OpenError::Task)??;
         if cluster.is_some() && state.accounts.key_opens_sealed() == Some(false) {
@@ -307,7 +307,7 @@ impl Server {
             tiers.shutdown().await;
         }
         // Both join threads (the watcher may be finishing a scan).
-        let _ = tokio::task::spawn_blocking(move || {
+        let _ = spindle_app::offload::run(move || {
             drop(watcher);
             state.stop_background();
         })

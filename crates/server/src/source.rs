@@ -158,7 +158,7 @@ pub(crate) async fn decide(
         return decide_in(st, cat, req);
     }
     let st = st.clone();
-    tokio::task::spawn_blocking(move || {
+    spindle_app::offload::run(move || {
         let cat = cat.unwrap_or_else(|| st.music.catalog(&st.db));
         decide_in(&st, &cat, req)
     })

@@ -55,14 +55,14 @@ pub async fn run(app: App, outbound: Policy, mut stop: watch::Receiver<bool>) {
     let mut running = HashSet::new();
     let gate = Arc::new(Semaphore::new(MAX_RUNNING));
     let sp = spool.clone();
-    match tokio::task::spawn_blocking(move || sp.remove_stale_parts()).await {
+    match crate::offload::run(move || sp.remove_stale_parts()).await {
         Ok(Ok(0)) => {}
         Ok(Ok(n)) => tracing::info!("removed {n} partial uploads left in the import spool"),
         Ok(Err(e)) => tracing::warn!("removing partial uploads from the import spool: {e}"),
         Err(e) => tracing::warn!("removing partial uploads from the import spool: {e}"),
     }
     let sp = spool.clone();
-    match tokio::task::spawn_blocking(move || sp.unfinished()).await {
+    match crate::offload::run(move || sp.unfinished()).await {
         Ok(Ok(list)) => {
             for job in list {
                 tracing::info!(job = %job.id, "resuming the import for {}", job.user);
@@ -84,7 +84,7 @@ pub async fn run(app: App, outbound: Policy, mut stop: watch::Receiver<bool>) {
             changed = stop.changed() => if changed.is_err() { break },
             _ = tick.tick() => {
                 let sp = spool.clone();
-                let taken = match tokio::task::spawn_blocking(move || sp.take_incoming()).await {
+                let taken = match crate::offload::run(move || sp.take_incoming()).await {
                     Ok(Ok(t)) => t,
                     Ok(Err(e)) => {
                         tracing::warn!("taking import jobs from the spool: {e}");
@@ -236,7 +236,7 @@ fn redact_keys(text: &str) -> String {
 pub(crate) async fn save(app: &App, spool: &Spool, job: &mut Job) {
     job.updated = app.now();
     let (sp, j) = (spool.clone(), job.clone());
-    match tokio::task::spawn_blocking(move || sp.save(&j)).await {
+    match crate::offload::run(move || sp.save(&j)).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::warn!(job = %job.id, "saving the import's progress: {e}"),
         Err(e) => tracing::warn!(job = %job.id, "saving the import's progress: {e}"),
@@ -252,7 +252,7 @@ pub(crate) async fn store(
     listens: Vec<Listen>,
 ) -> Result<(), ImportError> {
     let st = app.clone();
-    let counts = tokio::task::spawn_blocking(move || st.import(listens))
+    let counts = crate::offload::run(move || st.import(listens))
         .await
         .map_err(|e| ImportError::Task(e.to_string()))??;
     job.added += counts.added;
@@ -274,7 +274,7 @@ async fn run_file(
     let path = spool.data_path(&job.id);
     let user = job.user.clone();
     let p = path.clone();
-    let export = tokio::task::spawn_blocking(move || {
+    let export = crate::offload::run(move || {
         let text = std::fs::read_to_string(&p).map_err(|source| ImportError::Read {
             path: p.clone(),
             source,

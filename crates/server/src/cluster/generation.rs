@@ -200,10 +200,9 @@ pub async fn run(
             // Now this node writes its own library: it watches the music
             // folders and takes imports, as a primary does from its start.
             let st = state.clone();
-            let watcher = tokio::task::spawn_blocking(move || {
-                crate::server::start_watcher(&st, rescan_every)
-            })
-            .await;
+            let watcher =
+                spindle_app::offload::run(move || crate::server::start_watcher(&st, rescan_every))
+                    .await;
             let watcher = match watcher {
                 Ok(Ok(w)) => Some(w),
                 Ok(Err(e)) => {
@@ -222,7 +221,7 @@ pub async fn run(
             ));
             shipper.run(stop).await;
             let _ = imports.await;
-            let _ = tokio::task::spawn_blocking(move || drop(watcher)).await;
+            let _ = spindle_app::offload::run(move || drop(watcher)).await;
         }
     }
 }
@@ -475,7 +474,7 @@ pub async fn rejoin(cfg: &ClusterConfig, data_dir: &Path) -> Result<Rejoined, Cl
         }
     }
     let dir = data_dir.to_owned();
-    let out = tokio::task::spawn_blocking(move || set_aside(&dir, cut_listens))
+    let out = spindle_app::offload::run(move || set_aside(&dir, cut_listens))
         .await
         .map_err(|e| ClusterError::Refused(format!("the task failed: {e}")))??;
     Ok(Rejoined {

@@ -150,7 +150,7 @@ pub async fn bootstrap(bucket: &Bucket, data_dir: &Path) -> Result<LocalState, R
     let bytes = fetch_all(bucket, &snap.objects).await?;
     let dir = data_dir.to_owned();
     let s = snap.clone();
-    tokio::task::spawn_blocking(move || install_snapshot_files(&dir, &s, bytes))
+    spindle_app::offload::run(move || install_snapshot_files(&dir, &s, bytes))
         .await
         .map_err(|e| ReplicaError::Task(e.to_string()))??;
     let state = LocalState {
@@ -313,7 +313,7 @@ impl Replica {
         let skip = usize::try_from(pos - r.from).unwrap_or(usize::MAX);
         let st = self.state.clone();
         let key = r.key.clone();
-        let applied = tokio::task::spawn_blocking(move || {
+        let applied = spindle_app::offload::run(move || {
             let a = st
                 .listens
                 .apply_shipped(pos, bytes.get(skip..).unwrap_or_default(), version);
@@ -364,7 +364,7 @@ impl Replica {
         let skip = usize::try_from(pos - r.from).unwrap_or(usize::MAX);
         let st = self.state.clone();
         let key = r.key.clone();
-        tokio::task::spawn_blocking(move || {
+        spindle_app::offload::run(move || {
             st.db
                 .apply_shipped_at(pos, bytes.get(skip..).unwrap_or_default())
         })
@@ -392,7 +392,7 @@ impl Replica {
         };
         let st = self.state.clone();
         let key = data.key.clone();
-        tokio::task::spawn_blocking(move || st.db.install_base(&base))
+        spindle_app::offload::run(move || st.db.install_base(&base))
             .await
             .map_err(|e| ReplicaError::Task(e.to_string()))?
             .map_err(|e| ReplicaError::Apply {

@@ -338,7 +338,7 @@ impl Shipper {
         let st = self.state.clone();
         let (g, seq, pos) = (self.generation, self.seq + 1, self.pos);
         let (a, u) = (self.accounts_sha.clone(), self.userdata_sha.clone());
-        let read = tokio::task::spawn_blocking(move || read_changes(&st, g, seq, pos, &a, &u))
+        let read = spindle_app::offload::run(move || read_changes(&st, g, seq, pos, &a, &u))
             .await
             .map_err(|e| ShipError::Task(e.to_string()))??;
         if !read.pieces.is_empty() {
@@ -406,7 +406,7 @@ impl Shipper {
         let st = self.state.clone();
         let read_ms = objects::now_ms();
         let (g, seq) = (self.generation, self.seq);
-        let (pieces, positions) = tokio::task::spawn_blocking(move || snapshot_pieces(&st, g, seq))
+        let (pieces, positions) = spindle_app::offload::run(move || snapshot_pieces(&st, g, seq))
             .await
             .map_err(|e| ShipError::Task(e.to_string()))??;
         let docs: Vec<(Kind, String)> = pieces

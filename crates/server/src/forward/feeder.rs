@@ -171,7 +171,7 @@ pub async fn run(
             journal.clone(),
         );
         let m = source.mbid_of.clone();
-        let r = tokio::task::spawn_blocking(move || feed(&l, &d, &u, &j, &*m)).await;
+        let r = spindle_app::offload::run(move || feed(&l, &d, &u, &j, &*m)).await;
         match r {
             Ok(Ok(n)) => {
                 failing = false;

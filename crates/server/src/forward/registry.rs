@@ -73,7 +73,7 @@ pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
 /// One pass over the folder.
 async fn rescan(state: &AppState, root: &Path, running: &mut HashMap<Key, Running>) {
     let r = root.to_owned();
-    let found = tokio::task::spawn_blocking(move || {
+    let found = spindle_app::offload::run(move || {
         link::list(&r)
             .into_iter()
             .map(|(u, n, dir)| {
@@ -147,7 +147,7 @@ async fn start(
     l: Link,
 ) -> Result<Running, ForwardError> {
     let (st, d) = (state.clone(), dir.clone());
-    let opened = tokio::task::spawn_blocking(move || -> Result<_, ForwardError> {
+    let opened = spindle_app::offload::run(move || -> Result<_, ForwardError> {
         let (journal, report) = Journal::open(&d)?;
         if report.truncated_bytes > 0 {
             tracing::warn!(dir = %d.display(), "cut {} bytes of an unfinished write off the forwarding journal", report.truncated_bytes);
@@ -251,7 +251,7 @@ async fn save_statuses(running: &mut HashMap<Key, Running>) {
     if writes.is_empty() {
         return;
     }
-    let _ = tokio::task::spawn_blocking(move || {
+    let _ = spindle_app::offload::run(move || {
         for (dir, s) in writes {
             if let Err(e) = link::write_status(&dir, &s) {
                 tracing::warn!("{e}");

@@ -437,7 +437,7 @@ async fn run_pump(
     match failure {
         None => {
             if let Some((cache, w)) = copy {
-                let _ = tokio::task::spawn_blocking(move || super::cache::finish(&cache, w)).await;
+                let _ = spindle_app::offload::run(move || super::cache::finish(&cache, w)).await;
             }
             // Dropping the sender ends the body: complete.
         }

@@ -117,7 +117,7 @@ impl Transcoder {
                 let dir = self.cfg.cache_dir.clone()?;
                 let budget = self.cfg.cache_budget;
                 let opened =
-                    tokio::task::spawn_blocking(move || cache::Cache::open_own(&dir, budget)).await;
+                    spindle_app::offload::run(move || cache::Cache::open_own(&dir, budget)).await;
                 match opened {
                     Ok(Ok(c)) => Some(Arc::new(c)),
                     Ok(Err(e)) => {
