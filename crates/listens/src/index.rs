@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use crate::batch::Norms;
+use crate::batch::{DedupeHasher, Key, Norms};
 use crate::model::{Listen, ListenRef};
 use crate::normalise::normalise;
 
@@ -161,7 +161,11 @@ impl CreditLists {
 
 #[derive(Default)]
 struct UserIdx {
+    /// The listens that count now: (start time, number in `recs`).
     by_time: BTreeSet<(i64, u32)>,
+    /// The user's deleted listens, which still make a repeat of them a
+    /// duplicate.
+    gone: BTreeSet<(i64, u32)>,
     total: Counts,
     days: BTreeMap<i64, DayCounts>,
     /// (normalised artist, normalised title) → (when, artist, title) as given.
@@ -398,6 +402,33 @@ impl Index {
         } else {
             idx.loved.remove(&key);
         }
+    }
+
+    /// Whether `user` has a listen recorded (counting now or deleted),
+    /// as recorded (not as corrected), of `k`'s track — or with
+    /// `mbid_too` of its recording — starting within `w` seconds of it.
+    pub(crate) fn recorded_near(
+        &self,
+        user: &str,
+        k: &Key,
+        w: i64,
+        mbid_too: bool,
+        h: &DedupeHasher,
+    ) -> bool {
+        let Some(u) = self.user(user) else {
+            return false;
+        };
+        let lo = (k.ts.saturating_sub(w), 0);
+        let hi = (k.ts.saturating_add(w), u32::MAX);
+        let same = |&(_, i): &(i64, u32)| {
+            let Some(r) = self.recs.get(i as usize) else {
+                return false;
+            };
+            let s = |id| self.strs.str(id);
+            h.track_key(user, s(r.artist), s(r.title)) == k.track
+                || (mbid_too && k.mbid.is_some() && h.recording_key(user, s(r.mbid)) == k.mbid)
+        };
+        u.by_time.range(lo..=hi).any(same) || u.gone.range(lo..=hi).any(same)
     }
 
     fn user(&self, user: &str) -> Option<&UserIdx> {

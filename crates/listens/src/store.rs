@@ -209,7 +209,7 @@ impl Listens {
         let visit = |at: u64, ev: EventRef<'_>| match ev {
             EventRef::Listen(l) => {
                 one.clear();
-                if seen.insert_exact(&one.push(&hasher, &l)) {
+                if seen.is_new_exact(l.user, &one.push(&hasher, &l), &index, &hasher) {
                     index.add(&l, &one.norms(0));
                     report.listens += 1;
                 }
@@ -366,9 +366,10 @@ impl Listens {
         let mut fresh = Vec::with_capacity(listens.len());
         {
             // Reserve the keys now so a concurrent twin is a duplicate.
+            let ix = self.index();
             let mut seen = lock(&self.seen);
             for (i, k) in prep.keys.iter().enumerate() {
-                if seen.insert(k) {
+                if seen.insert(&listens[i].user, k, &ix, &self.hasher) {
                     out.push(Submitted::Accepted);
                     fresh.push(i);
                 } else {
@@ -396,6 +397,11 @@ impl Listens {
                         for &i in &fresh {
                             ix.add(&listens[i].as_ref(), &prep.norms(i));
                         }
+                        // In the indexes now: they answer for them.
+                        let mut seen = lock(&self.seen);
+                        for &i in &fresh {
+                            seen.release(&prep.keys[i]);
+                        }
                         Tally::add(&self.tally.listens, fresh.len());
                     });
                 }
@@ -404,7 +410,7 @@ impl Listens {
             Err(e) => {
                 let mut seen = lock(&self.seen);
                 for &i in &fresh {
-                    seen.remove(&prep.keys[i]);
+                    seen.release(&prep.keys[i]);
                 }
                 Err(e)
             }

@@ -230,6 +230,7 @@ impl Index {
                 if let Some(i) = self.find(u, *timestamp, &Names::new(artist, title)) {
                     if let Some(old) = self.view(u, i).copied() {
                         self.count(u, i, &old, -1);
+                        u.gone.insert((old.ts, i));
                         u.edited.remove(&i);
                         if let Some(d) = delta {
                             d.removed.push(self.listen(&old));
@@ -466,6 +467,11 @@ impl Index {
         }
         apply_upto(self, &mut u, &mut next, u32::MAX);
         u.fixes = fixes;
+        for (i, r) in self.recs.iter().enumerate() {
+            if r.user == uid && !u.by_time.contains(&(r.ts, i as u32)) {
+                u.gone.insert((r.ts, i as u32));
+            }
+        }
         if let Some(d) = delta {
             for i in 0..self.recs.len() as u32 {
                 let r = &self.recs[i as usize];

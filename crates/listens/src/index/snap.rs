@@ -113,6 +113,11 @@ fn put_user(o: &mut Out, u: &UserIdx) {
         o.i64(ts);
         o.u32(i);
     }
+    o.len(u.gone.len());
+    for &(ts, i) in &u.gone {
+        o.i64(ts);
+        o.u32(i);
+    }
     put_counts(o, &u.total);
     o.len(u.days.len());
     for (&d, c) in &u.days {
@@ -153,6 +158,12 @@ fn get_user(i: &mut In<'_>) -> Option<UserIdx> {
     }
     // Written in order: a bulk build, not n inserts.
     let by_time: BTreeSet<(i64, u32)> = times.into_iter().collect();
+    let n = i.len(12)?;
+    let mut gone = Vec::with_capacity(n);
+    for _ in 0..n {
+        gone.push((i.i64()?, i.u32()?));
+    }
+    let gone: BTreeSet<(i64, u32)> = gone.into_iter().collect();
     let total = get_counts(i)?;
     let n = i.len(12)?;
     let mut days = BTreeMap::new();
@@ -197,6 +208,7 @@ fn get_user(i: &mut In<'_>) -> Option<UserIdx> {
     }
     Some(UserIdx {
         by_time,
+        gone,
         total,
         days,
         loved,
