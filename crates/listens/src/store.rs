@@ -681,6 +681,68 @@ mod tests {
         }
     }
 
+    /// Charts over ranges of many 30-day spans, with listens on the
+    /// spans' edges, equal a naive count (the spans inside a range come
+    /// from their counters, its ends from the time index).
+    #[test]
+    fn charts_across_many_spans_match_a_naive_count() {
+        use crate::index::SPAN;
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = Listens::open(dir.path()).unwrap();
+        let base = 1_700_000_000 - 1_700_000_000 % SPAN;
+        let mut all = Vec::new();
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            seed >> 33
+        };
+        for i in 0..1500 {
+            let ts = base + (next() % (8 * SPAN as u64)) as i64;
+            all.push(l(
+                "u",
+                ts,
+                &format!("A{}", next() % 7),
+                &format!("T{i}"),
+                "",
+            ));
+        }
+        for d in 0..9 {
+            for off in [-1, 0, 1] {
+                all.push(l("u", base + d * SPAN + off, "Edge", "E", ""));
+            }
+        }
+        s.submit(&all).unwrap();
+        let mut ranges = vec![(Some(base), Some(base + 3 * SPAN - 1)), (None, None)];
+        for _ in 0..40 {
+            let a = base - SPAN + (next() % (10 * SPAN as u64)) as i64;
+            let b = a + (next() % (5 * SPAN as u64)) as i64;
+            ranges.push((Some(a - a % 7), Some(b)));
+            ranges.push((Some(a - a % SPAN), Some(b - b % SPAN - 1)));
+        }
+        for (from, to) in ranges {
+            let q = ChartQuery {
+                from,
+                to,
+                limit: 100,
+                page: 1,
+                ..ChartQuery::default()
+            };
+            let mut naive: HashMap<String, u32> = HashMap::new();
+            for x in &all {
+                if from.is_none_or(|f| x.timestamp >= f) && to.is_none_or(|t| x.timestamp <= t) {
+                    *naive.entry(x.artist.clone()).or_default() += 1;
+                }
+            }
+            let got: HashMap<String, u32> = s
+                .chart("u", ChartKind::Artists, &q)
+                .rows
+                .into_iter()
+                .map(|r| (r.name, r.playcount))
+                .collect();
+            assert_eq!(got, naive, "{from:?}..{to:?}");
+        }
+    }
+
     #[test]
     fn a_read_only_open_sees_the_history_and_leaves_a_record_being_written_alone() {
         let dir = tempfile::tempdir().unwrap();
