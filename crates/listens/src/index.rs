@@ -1,5 +1,6 @@
-//! In-memory indexes over the log: listens by time per user, chart
-//! counters (overall totals plus per-day buckets), loved tracks, dedupe.
+//! In-memory indexes over the log: listens by time per user (deleted ones
+//! too, for dedupe), chart counters (overall totals plus 30-day buckets),
+//! listens per day, loved tracks.
 //! Rebuilt from the log on open, or loaded from a checkpoint (`snap.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
