@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use spindle_listens::{ChartKind, ChartQuery, Listen, Listens, Options};
+use spindle_listens::{ChartKind, ChartQuery, Listen, Listens, Options, RecentQuery};
 
 fn status(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -100,7 +100,13 @@ fn main() -> Res<()> {
                 .get(3)
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(1_000_000);
+            let t = Instant::now();
             generate(dir, n)?;
+            let secs = t.elapsed().as_secs_f64();
+            println!(
+                "gen: {n} listens in {secs:.1} s, {:.0} listens/s",
+                n as f64 / secs
+            );
         }
         Some(what @ ("open" | "checkpoint")) => {
             let rss0 = status("VmRSS:");
@@ -115,23 +121,7 @@ fn main() -> Res<()> {
                 (rss.saturating_sub(rss0) * 1024) as f64 / report.listens.max(1) as f64,
                 hwm / 1024
             );
-            let t = Instant::now();
-            let c = store.chart(
-                "user0",
-                ChartKind::Tracks,
-                &ChartQuery {
-                    from: Some(1_650_000_000),
-                    to: Some(1_700_000_000),
-                    limit: 50,
-                    page: 1,
-                    ..ChartQuery::default()
-                },
-            );
-            println!(
-                "chart of user0's tracks over 580 days: {:.1} ms ({} tracks)",
-                t.elapsed().as_secs_f64() * 1e3,
-                c.total
-            );
+            queries(&store);
             if what == "checkpoint" {
                 checkpoint(&store)?;
             }
@@ -139,6 +129,53 @@ fn main() -> Res<()> {
         _ => eprintln!("usage: open_history gen|open|checkpoint DIR [N]"),
     }
     Ok(())
+}
+
+/// Times the charts of the largest user over 580 days and over all
+/// five years (every kind), and a page of their recent listens.
+fn queries(store: &Listens) {
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    for (what, from, to) in [
+        ("580 days", Some(1_650_000_000), Some(1_700_000_000)),
+        ("five years", Some(1_600_000_001), Some(1_757_000_000)),
+        ("all time", None, None),
+    ] {
+        for kind in [ChartKind::Artists, ChartKind::Albums, ChartKind::Tracks] {
+            let t = Instant::now();
+            let c = store.chart(
+                "user0",
+                kind,
+                &ChartQuery {
+                    from,
+                    to,
+                    limit: 50,
+                    page: 1,
+                    ..ChartQuery::default()
+                },
+            );
+            println!(
+                "chart of user0's {kind:?} over {what}: {:.1} ms ({} rows)",
+                ms(t),
+                c.total
+            );
+        }
+    }
+    for page in [1, 1000] {
+        let t = Instant::now();
+        let p = store.recent(
+            "user0",
+            &RecentQuery {
+                limit: 50,
+                page,
+                ..RecentQuery::default()
+            },
+        );
+        println!(
+            "user0's recent listens, page {page} of 50: {:.3} ms ({} in all)",
+            ms(t),
+            p.total
+        );
+    }
 }
 
 fn checkpoint(store: &Listens) -> Res<()> {

@@ -7,8 +7,9 @@ use std::hash::BuildHasher;
 
 use crate::checkpoint::codec::{In, Out};
 use crate::index::IdMap;
+use crate::index::Index;
 use crate::model::ListenRef;
-use crate::normalise::normalise_into;
+use crate::normalise::{normalise, normalise_into};
 use crate::siphash::Sip13;
 
 /// A listen's names, normalised.
@@ -76,6 +77,24 @@ impl DedupeHasher {
         })
     }
 
+    /// The track key of a listen of `user` with these names as given.
+    pub(crate) fn track_key(&self, user: &str, artist: &str, title: &str) -> u128 {
+        self.key(user, &normalise(artist), &normalise(title))
+    }
+
+    /// The recording key of a listen of `user` with MusicBrainz id `mbid`
+    /// as given; `None` without one.
+    pub(crate) fn recording_key(&self, user: &str, mbid: &str) -> Option<u128> {
+        let mbid = mbid.trim();
+        (!mbid.is_empty()).then(|| {
+            if mbid.bytes().any(|b| b.is_ascii_uppercase()) {
+                self.mbid_key(user, &mbid.to_ascii_lowercase())
+            } else {
+                self.mbid_key(user, mbid)
+            }
+        })
+    }
+
     /// The key of a listen whose names are already normalised.
     pub(crate) fn key_of(&self, user: &str, ts: i64, artist: &str, title: &str) -> Key {
         Key {
@@ -103,13 +122,20 @@ pub(crate) struct Key {
 /// does not make every play of it within an hour a duplicate.
 pub const MAX_DEDUPE_TRACK_SECS: u32 = 3600;
 
-/// The start times of every listen recorded (or being recorded), per
-/// track and per recording: a listen is a duplicate when one of the same
-/// user and track (or MusicBrainz recording) started within the window of
-/// it. Start times are kept sorted per key.
+/// What decides whether a listen is a duplicate besides the listens in
+/// the indexes: a listen is one when one of the same user and track (or
+/// MusicBrainz recording) started within the window of it. The indexes
+/// answer for every listen recorded (counted now, or deleted: see
+/// [`Index::recorded_near`]); this set holds the rest: the listens being
+/// recorded (reserved, written, not in the indexes yet), and the
+/// identities corrections gave listens (an edited listen sent again is a
+/// duplicate too). Start times are kept sorted per key.
 pub(crate) struct Seen {
     /// Seconds; 0: only the same start time is a duplicate.
     window: i64,
+    /// Reserved by a submission and not yet in the indexes.
+    pending: [Times; 2],
+    /// The identities corrections gave listens.
     tracks: Times,
     mbids: Times,
 }
@@ -203,6 +229,7 @@ impl Seen {
     pub(crate) fn new(window: i64) -> Seen {
         Seen {
             window: window.max(0),
+            pending: Default::default(),
             tracks: Times::default(),
             mbids: Times::default(),
         }
@@ -222,30 +249,43 @@ impl Seen {
             .min(i64::from(d.saturating_sub(1) / 2))
     }
 
-    /// Records a listen unless it is a duplicate (submissions); returns
-    /// whether it was new.
-    pub(crate) fn insert(&mut self, k: &Key) -> bool {
+    /// Reserves a listen of `user` unless it is a duplicate of one
+    /// recorded (`ix`), reserved, or given by a correction (submissions);
+    /// returns whether it was new. [`Seen::release`] takes the
+    /// reservation back once the listen is in the indexes or failed.
+    pub(crate) fn insert(&mut self, user: &str, k: &Key, ix: &Index, h: &DedupeHasher) -> bool {
         let w = self.window_for(k.duration);
-        if self.tracks.near(k.track, k.ts, w) || k.mbid.is_some_and(|m| self.mbids.near(m, k.ts, w))
+        let [pt, pm] = &self.pending;
+        let near = |t: &Times, m: &Times| {
+            t.near(k.track, k.ts, w) || k.mbid.is_some_and(|x| m.near(x, k.ts, w))
+        };
+        if near(&self.tracks, &self.mbids) || near(pt, pm) || ix.recorded_near(user, k, w, true, h)
         {
             return false;
         }
-        self.add(k);
-        true
-    }
-
-    /// Records a listen unless one of the same track started at the same
-    /// second (replay: the log holds what the writer let through, under
-    /// whatever window it had then).
-    pub(crate) fn insert_exact(&mut self, k: &Key) -> bool {
-        if self.tracks.near(k.track, k.ts, 0) {
-            return false;
+        self.pending[0].put(k.track, k.ts);
+        if let Some(m) = k.mbid {
+            self.pending[1].put(m, k.ts);
         }
-        self.add(k);
         true
     }
 
-    /// Records a listen without looking for a duplicate.
+    /// Whether a listen of `user` in the log is new: not one of the same
+    /// track at the same second already recorded (replay: the log holds
+    /// what the writer let through, under whatever window it had then).
+    pub(crate) fn is_new_exact(&self, user: &str, k: &Key, ix: &Index, h: &DedupeHasher) -> bool {
+        !self.tracks.near(k.track, k.ts, 0) && !ix.recorded_near(user, k, 0, false, h)
+    }
+
+    /// Takes back a reservation of [`Seen::insert`].
+    pub(crate) fn release(&mut self, k: &Key) {
+        self.pending[0].take(k.track, k.ts);
+        if let Some(m) = k.mbid {
+            self.pending[1].take(m, k.ts);
+        }
+    }
+
+    /// Records an identity a correction gave a listen.
     pub(crate) fn add(&mut self, k: &Key) {
         self.tracks.put(k.track, k.ts);
         if let Some(m) = k.mbid {
@@ -253,7 +293,9 @@ impl Seen {
         }
     }
 
-    /// Appends the set (not its window, an option of each open) to `o`.
+    /// Appends the corrections' identities (not the window, an option of
+    /// each open, nor reservations: there are none while a checkpoint
+    /// copies) to `o`.
     pub(crate) fn save(&self, o: &mut Out) {
         for times in [&self.tracks, &self.mbids] {
             o.len(times.len());
@@ -299,14 +341,6 @@ impl Seen {
         }
         Some(seen)
     }
-
-    /// Forgets a listen recorded by [`Seen::insert`] (its write failed).
-    pub(crate) fn remove(&mut self, k: &Key) {
-        self.tracks.take(k.track, k.ts);
-        if let Some(m) = k.mbid {
-            self.mbids.take(m, k.ts);
-        }
-    }
 }
 
 /// The normalised names and dedupe keys of a batch of listens.
@@ -351,16 +385,9 @@ impl Prepared {
         }
         span[4] = at(&self.buf);
         let s = |i: usize| &self.buf[span[i] as usize..span[i + 1] as usize];
-        let mbid = l.mbid.trim();
         let key = Key {
             track: h.key(l.user, s(0), s(1)),
-            mbid: (!mbid.is_empty()).then(|| {
-                if mbid.bytes().any(|b| b.is_ascii_uppercase()) {
-                    h.mbid_key(l.user, &mbid.to_ascii_lowercase())
-                } else {
-                    h.mbid_key(l.user, mbid)
-                }
-            }),
+            mbid: h.recording_key(l.user, l.mbid),
             ts: l.timestamp,
             duration: l.duration,
         };

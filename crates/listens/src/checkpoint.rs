@@ -31,7 +31,7 @@ pub const CHECKPOINT_TEMP: &str = "listens.checkpoint.tmp";
 
 const MAGIC: &[u8; 8] = b"SPNDLCKP";
 /// The format this build writes and reads; any other is ignored.
-pub(crate) const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 3;
 pub(crate) const HEADER_LEN: usize = 48;
 /// How many bytes of the log at each end of the part a checkpoint
 /// covers it fingerprints (after the log's header, which changes when

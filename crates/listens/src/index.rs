@@ -1,12 +1,13 @@
-//! In-memory indexes over the log: listens by time per user, chart
-//! counters (overall totals plus per-day buckets), loved tracks, dedupe.
+//! In-memory indexes over the log: listens by time per user (deleted ones
+//! too, for dedupe), chart counters (overall totals plus 30-day buckets),
+//! listens per day, loved tracks.
 //! Rebuilt from the log on open, or loaded from a checkpoint (`snap.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use crate::batch::Norms;
+use crate::batch::{DedupeHasher, Key, Norms};
 use crate::model::{Listen, ListenRef};
 use crate::normalise::normalise;
 
@@ -16,10 +17,13 @@ mod snap;
 mod stats;
 
 // Chart keys are normalised names; `display` keeps the first spelling seen.
-use counts::{Counts, DayCounts, PairK};
+use counts::{Counts, PairK, SpanCounts};
 pub(crate) use fix::Fix;
 
 pub(crate) const DAY: i64 = 86_400;
+/// The span of the chart counters kept besides the all-time ones: 30
+/// days, counted from the UNIX epoch (span `n` starts at `n * SPAN`).
+pub(crate) const SPAN: i64 = 30 * DAY;
 
 /// A multiply-rotate hasher (FxHash's) for keys that are our own ids:
 /// interned string numbers, days, dedupe hashes. They are not chosen by
@@ -161,9 +165,17 @@ impl CreditLists {
 
 #[derive(Default)]
 struct UserIdx {
+    /// The listens that count now: (start time, number in `recs`).
     by_time: BTreeSet<(i64, u32)>,
+    /// The user's deleted listens, which still make a repeat of them a
+    /// duplicate.
+    gone: BTreeSet<(i64, u32)>,
     total: Counts,
-    days: BTreeMap<i64, DayCounts>,
+    /// Chart counters per [`SPAN`] (by span number), for charts of a
+    /// range: the spans inside it come from here.
+    spans: BTreeMap<i64, SpanCounts>,
+    /// Listens per UTC day (by day number).
+    days: BTreeMap<i64, u32>,
     /// (normalised artist, normalised title) → (when, artist, title) as given.
     loved: IdMap<PairK, (i64, u32, u32)>,
     /// The user's corrections, in the order applied ([`fix`]).
@@ -183,6 +195,10 @@ pub(crate) struct Index {
     recs: Vec<Rec>,
     users: IdMap<u32, UserIdx>,
     display: IdMap<u32, u32>,
+    /// A name as given → its normalised name: what charts of part of a
+    /// span count listens by, without normalising each name again. (A
+    /// name not in it is normalised then.)
+    norms: IdMap<u32, u32>,
     /// The ids of the last listen's raw strings, for [`Interner::id_memo`].
     memo: [Option<u32>; 7],
 }
@@ -298,16 +314,19 @@ impl Index {
         }
         let d = self.strs.id(raw.trim());
         self.display.insert(id, d);
+        self.norms.insert(d, id);
         (id, d)
     }
 
     /// The id of a raw name whose display spelling has id `display`:
     /// usually the same string, found without a probe of the table.
-    fn raw_id(&mut self, raw: &str, display: u32, memo: usize) -> u32 {
+    fn raw_id(&mut self, raw: &str, (norm, display): (u32, u32), memo: usize) -> u32 {
         if self.strs.str(display) == raw {
             return display;
         }
-        self.strs.id_memo(raw, &mut self.memo[memo])
+        let id = self.strs.id_memo(raw, &mut self.memo[memo]);
+        self.norms.entry(id).or_insert(norm);
+        id
     }
 
     /// Adds a listen that is on disk and not a duplicate; `n` holds its
@@ -316,15 +335,18 @@ impl Index {
         let user = self.strs.id_memo(l.user, &mut self.memo[0]);
         let (a, a_shown) = self.norm_display(n.artist, l.artist);
         let (t, t_shown) = self.norm_display(n.title, l.title);
+        let mut album_artist_norm = None;
         let mut album_shown = None;
         let album = (!n.album.is_empty()).then(|| {
             let al = if n.album_artist.is_empty() {
                 a
             } else {
-                self.norm_id(n.album_artist, l.album_artist)
+                let id = self.norm_id(n.album_artist, l.album_artist);
+                album_artist_norm = Some(id);
+                id
             };
             let (id, shown) = self.norm_display(n.album, l.album);
-            album_shown = Some(shown);
+            album_shown = Some((id, shown));
             (al, id)
         });
         // The artist chart's keys: each credited artist, once.
@@ -337,7 +359,9 @@ impl Index {
                 if !many.contains(&id) {
                     many.push(id);
                 }
-                raw.push(self.strs.id(name));
+                let name_id = self.strs.id(name);
+                self.norms.entry(name_id).or_insert(id);
+                raw.push(name_id);
             }
             credits = self.credits.id(&raw);
         }
@@ -346,20 +370,24 @@ impl Index {
         } else {
             &many
         };
-        let artist = self.raw_id(l.artist, a_shown, 1);
-        let title = self.raw_id(l.title, t_shown, 2);
+        let artist = self.raw_id(l.artist, (a, a_shown), 1);
+        let title = self.raw_id(l.title, (t, t_shown), 2);
         let album_raw = match album_shown {
             Some(shown) => self.raw_id(l.album, shown, 3),
             None => self.strs.id_memo(l.album, &mut self.memo[3]),
         };
         let [.., m_album_artist, m_mbid, m_client] = &mut self.memo;
+        let album_artist = self.strs.id_memo(l.album_artist, m_album_artist);
+        if let Some(norm) = album_artist_norm {
+            self.norms.entry(album_artist).or_insert(norm);
+        }
         let rec = Rec {
             ts: l.timestamp,
             user,
             artist,
             title,
             album: album_raw,
-            album_artist: self.strs.id_memo(l.album_artist, m_album_artist),
+            album_artist,
             mbid: self.strs.id_memo(l.mbid, m_mbid),
             client: self.strs.id_memo(l.client, m_client),
             duration: l.duration,
@@ -379,10 +407,11 @@ impl Index {
         let u = self.users.entry(user).or_default();
         u.by_time.insert((l.timestamp, idx));
         u.total.add(artists, album, (a, t));
-        u.days
-            .entry(l.timestamp.div_euclid(DAY))
+        u.spans
+            .entry(l.timestamp.div_euclid(SPAN))
             .or_default()
             .add(artists, album, (a, t));
+        *u.days.entry(l.timestamp.div_euclid(DAY)).or_default() += 1;
     }
 
     pub(crate) fn love(&mut self, user: &str, artist: &str, title: &str, ts: i64, loved: bool) {
@@ -398,6 +427,33 @@ impl Index {
         } else {
             idx.loved.remove(&key);
         }
+    }
+
+    /// Whether `user` has a listen recorded (counting now or deleted),
+    /// as recorded (not as corrected), of `k`'s track — or with
+    /// `mbid_too` of its recording — starting within `w` seconds of it.
+    pub(crate) fn recorded_near(
+        &self,
+        user: &str,
+        k: &Key,
+        w: i64,
+        mbid_too: bool,
+        h: &DedupeHasher,
+    ) -> bool {
+        let Some(u) = self.user(user) else {
+            return false;
+        };
+        let lo = (k.ts.saturating_sub(w), 0);
+        let hi = (k.ts.saturating_add(w), u32::MAX);
+        let same = |&(_, i): &(i64, u32)| {
+            let Some(r) = self.recs.get(i as usize) else {
+                return false;
+            };
+            let s = |id| self.strs.str(id);
+            h.track_key(user, s(r.artist), s(r.title)) == k.track
+                || (mbid_too && k.mbid.is_some() && h.recording_key(user, s(r.mbid)) == k.mbid)
+        };
+        u.by_time.range(lo..=hi).any(same) || u.gone.range(lo..=hi).any(same)
     }
 
     fn user(&self, user: &str) -> Option<&UserIdx> {
@@ -485,9 +541,9 @@ impl Index {
         )
     }
 
-    /// A chart of the listens in `[q.from, q.to]`: whole days inside the
-    /// range come from the day buckets; the parts of the first and last
-    /// days are counted from the time index (at most two days of
+    /// A chart of the listens in `[q.from, q.to]`: whole spans inside the
+    /// range come from the span counters; the parts of the first and last
+    /// spans are counted from the time index (at most two spans of
     /// listens). With `q.artist`, only that artist's keys count.
     pub(crate) fn chart(&self, user: &str, kind: ChartKind, q: &ChartQuery<'_>) -> Chart {
         let empty = Chart {
@@ -531,19 +587,19 @@ impl Index {
                     }
                 };
                 if lo <= hi {
-                    // Days d with d*DAY >= lo and (d+1)*DAY - 1 <= hi.
-                    let first_full = lo.div_euclid(DAY) + i64::from(lo.rem_euclid(DAY) != 0);
-                    let last_full = hi.saturating_add(1).div_euclid(DAY) - 1;
+                    // Spans d with d*SPAN >= lo and (d+1)*SPAN - 1 <= hi.
+                    let first_full = lo.div_euclid(SPAN) + i64::from(lo.rem_euclid(SPAN) != 0);
+                    let last_full = hi.saturating_add(1).div_euclid(SPAN) - 1;
                     if first_full > last_full {
                         from_recs(lo, hi);
                     } else {
-                        if lo < first_full * DAY {
-                            from_recs(lo, first_full * DAY - 1);
+                        if lo < first_full * SPAN {
+                            from_recs(lo, first_full * SPAN - 1);
                         }
-                        if (last_full + 1) * DAY <= hi {
-                            from_recs((last_full + 1) * DAY, hi);
+                        if (last_full + 1) * SPAN <= hi {
+                            from_recs((last_full + 1) * SPAN, hi);
                         }
-                        for (_, c) in u.days.range(first_full..=last_full) {
+                        for (_, c) in u.spans.range(first_full..=last_full) {
                             c.each(kind, |k, n| {
                                 if keep(&k) {
                                     *acc.entry(k).or_default() += n;
@@ -591,7 +647,12 @@ impl Index {
     /// `kind`: one per credited artist for artists, one (or none, without
     /// an album) for the others.
     fn chart_keys(&self, r: &Rec, kind: ChartKind, mut f: impl FnMut((u32, u32))) {
-        let n = |i: u32| self.strs.get(&normalise(self.strs.str(i)));
+        let n = |i: u32| {
+            self.norms
+                .get(&i)
+                .copied()
+                .or_else(|| self.strs.get(&normalise(self.strs.str(i))))
+        };
         let Some(a) = n(r.artist) else {
             return;
         };
@@ -640,10 +701,7 @@ impl Index {
             return Vec::new();
         };
         let first = since.map_or(i64::MIN, |s| s.div_euclid(DAY));
-        u.days
-            .range(first..)
-            .map(|(d, c)| (d * DAY, c.listens))
-            .collect()
+        u.days.range(first..).map(|(d, &n)| (d * DAY, n)).collect()
     }
 
     pub(crate) fn loved(&self, user: &str) -> Vec<Loved> {

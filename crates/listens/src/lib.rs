@@ -8,8 +8,8 @@
 //! (or loaded from a checkpoint, [`Listens::checkpoint`], and brought up
 //! to date from the log after it):
 //! recent listens per user by time, chart counters (overall totals and
-//! per-day buckets for top artists, albums and tracks), listens per day,
-//! loved tracks, and the dedupe set that makes a repeated
+//! 30-day buckets for top artists, albums and tracks), listens per day,
+//! loved tracks, and the dedupe rule that makes a repeated
 //! (user, artist, title, timestamp) count once whichever API it came by
 //! (with [`Options::dedupe_window`], any two starts of one track or
 //! MusicBrainz recording within the window). Corrections — an edit, a

@@ -151,7 +151,8 @@ impl Listens {
             match ev {
                 EventRef::Listen(l) => {
                     one.clear();
-                    if seen.insert_exact(&one.push(&self.hasher, &l)) {
+                    if seen.is_new_exact(l.user, &one.push(&self.hasher, &l), &index, &self.hasher)
+                    {
                         index.add(&l, &one.norms(0));
                         out.listens.push(l.to_owned());
                         Tally::add(&self.tally.listens, 1);

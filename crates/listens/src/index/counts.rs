@@ -94,7 +94,7 @@ impl<K: Ord + Copy> Tally<K> for Sorted<K> {
     }
 }
 
-/// The counters of a span: all time (`Counts`) or one day (`DayCounts`).
+/// The counters of all time (`Counts`) or of one span (`SpanCounts`).
 #[derive(Default)]
 pub(super) struct Counts<A = IdMap<ArtistK, u32>, P = IdMap<PairK, u32>> {
     pub(super) listens: u32,
@@ -104,8 +104,8 @@ pub(super) struct Counts<A = IdMap<ArtistK, u32>, P = IdMap<PairK, u32>> {
     pub(super) tracks: P,
 }
 
-/// One day's counters.
-pub(super) type DayCounts = Counts<Sorted<ArtistK>, Sorted<PairK>>;
+/// One span's counters.
+pub(super) type SpanCounts = Counts<Sorted<ArtistK>, Sorted<PairK>>;
 
 impl<A: Tally<ArtistK>, P: Tally<PairK>> Counts<A, P> {
     /// Counts a listen credited to `artists` (distinct), of album `al`
@@ -151,7 +151,7 @@ mod tests {
     /// A day's sorted counters count as a table does.
     #[test]
     fn sorted_counters_count_as_a_table_does() {
-        let (mut day, mut all) = (DayCounts::default(), Counts::<IdMap<u32, u32>>::default());
+        let (mut day, mut all) = (SpanCounts::default(), Counts::<IdMap<u32, u32>>::default());
         let mut seed = 5u64;
         for _ in 0..3000 {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);

@@ -9,7 +9,7 @@
 //! time; a track edit and a merge also stay as rules, applied in order to
 //! each listen recorded later.
 
-use super::{Index, Rec, UserIdx, DAY, NO_CREDITS};
+use super::{Index, Rec, UserIdx, DAY, NO_CREDITS, SPAN};
 use crate::correction::{Changes, Corrected, Correction, CorrectionInfo, Target};
 use crate::error::CorrectionError;
 use crate::normalise::normalise;
@@ -149,17 +149,27 @@ impl Index {
             Some((al, self.norm_id(&normalise(&raw), &raw)))
         };
         let artists = self.credited_ids(r, a);
-        let day = r.ts.div_euclid(DAY);
+        let (span, day) = (r.ts.div_euclid(SPAN), r.ts.div_euclid(DAY));
         if sign > 0 {
             u.by_time.insert((r.ts, i));
             u.total.add(&artists, album, (a, t));
-            u.days.entry(day).or_default().add(&artists, album, (a, t));
+            u.spans
+                .entry(span)
+                .or_default()
+                .add(&artists, album, (a, t));
+            *u.days.entry(day).or_default() += 1;
         } else {
             u.by_time.remove(&(r.ts, i));
             u.total.sub(&artists, album, (a, t));
-            if let Some(c) = u.days.get_mut(&day) {
+            if let Some(c) = u.spans.get_mut(&span) {
                 c.sub(&artists, album, (a, t));
                 if c.listens == 0 {
+                    u.spans.remove(&span);
+                }
+            }
+            if let Some(n) = u.days.get_mut(&day) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
                     u.days.remove(&day);
                 }
             }
@@ -230,6 +240,7 @@ impl Index {
                 if let Some(i) = self.find(u, *timestamp, &Names::new(artist, title)) {
                     if let Some(old) = self.view(u, i).copied() {
                         self.count(u, i, &old, -1);
+                        u.gone.insert((old.ts, i));
                         u.edited.remove(&i);
                         if let Some(d) = delta {
                             d.removed.push(self.listen(&old));
@@ -466,6 +477,11 @@ impl Index {
         }
         apply_upto(self, &mut u, &mut next, u32::MAX);
         u.fixes = fixes;
+        for (i, r) in self.recs.iter().enumerate() {
+            if r.user == uid && !u.by_time.contains(&(r.ts, i as u32)) {
+                u.gone.insert((r.ts, i as u32));
+            }
+        }
         if let Some(d) = delta {
             for i in 0..self.recs.len() as u32 {
                 let r = &self.recs[i as usize];

@@ -113,11 +113,21 @@ fn put_user(o: &mut Out, u: &UserIdx) {
         o.i64(ts);
         o.u32(i);
     }
+    o.len(u.gone.len());
+    for &(ts, i) in &u.gone {
+        o.i64(ts);
+        o.u32(i);
+    }
     put_counts(o, &u.total);
-    o.len(u.days.len());
-    for (&d, c) in &u.days {
+    o.len(u.spans.len());
+    for (&d, c) in &u.spans {
         o.i64(d);
         put_counts(o, c);
+    }
+    o.len(u.days.len());
+    for (&d, &n) in &u.days {
+        o.i64(d);
+        o.u32(n);
     }
     o.len(u.loved.len());
     for (&(a, t), &(ts, ai, ti)) in &u.loved {
@@ -153,13 +163,25 @@ fn get_user(i: &mut In<'_>) -> Option<UserIdx> {
     }
     // Written in order: a bulk build, not n inserts.
     let by_time: BTreeSet<(i64, u32)> = times.into_iter().collect();
+    let n = i.len(12)?;
+    let mut gone = Vec::with_capacity(n);
+    for _ in 0..n {
+        gone.push((i.i64()?, i.u32()?));
+    }
+    let gone: BTreeSet<(i64, u32)> = gone.into_iter().collect();
     let total = get_counts(i)?;
     let n = i.len(12)?;
-    let mut days = BTreeMap::new();
+    let mut spans = BTreeMap::new();
     for _ in 0..n {
         let d = i.i64()?;
-        days.insert(d, get_counts(i)?);
+        spans.insert(d, get_counts(i)?);
     }
+    let n = i.len(12)?;
+    let mut days = Vec::with_capacity(n);
+    for _ in 0..n {
+        days.push((i.i64()?, i.u32()?));
+    }
+    let days: BTreeMap<i64, u32> = days.into_iter().collect();
     let n = i.len(24)?;
     let mut loved = IdMap::with_capacity_and_hasher(n, Default::default());
     for _ in 0..n {
@@ -197,7 +219,9 @@ fn get_user(i: &mut In<'_>) -> Option<UserIdx> {
     }
     Some(UserIdx {
         by_time,
+        gone,
         total,
+        spans,
         days,
         loved,
         fixes,
@@ -220,10 +244,12 @@ impl Index {
                 o.u32(id);
             }
         }
-        o.len(self.display.len());
-        for (&k, &v) in &self.display {
-            o.u32(k);
-            o.u32(v);
+        for map in [&self.display, &self.norms] {
+            o.len(map.len());
+            for (&k, &v) in map {
+                o.u32(k);
+                o.u32(v);
+            }
         }
         o.len(self.recs.len());
         for r in &self.recs {
@@ -266,11 +292,16 @@ impl Index {
             credits.ids.insert(l.clone(), id);
             credits.lists.push(l);
         }
-        let n = i.len(8)?;
-        let mut display = IdMap::with_capacity_and_hasher(n, Default::default());
-        for _ in 0..n {
-            display.insert(i.u32()?, i.u32()?);
-        }
+        let mut pairs = || -> Option<IdMap<u32, u32>> {
+            let n = i.len(8)?;
+            let mut map = IdMap::with_capacity_and_hasher(n, Default::default());
+            for _ in 0..n {
+                map.insert(i.u32()?, i.u32()?);
+            }
+            Some(map)
+        };
+        let display = pairs()?;
+        let norms = pairs()?;
         let n = i.len(REC_LEN)?;
         let mut recs = Vec::with_capacity(n);
         for _ in 0..n {
@@ -288,6 +319,7 @@ impl Index {
             recs,
             users,
             display,
+            norms,
             memo: [None; 7],
         })
     }

@@ -13,5 +13,6 @@
 
 mod checkpoint;
 mod credited_artists;
+mod dedupe;
 mod kill_largest;
 mod largest_listens;
