@@ -24,6 +24,7 @@ fuzz_stage() {
         echo "== WARNING: no nightly toolchain and none can be installed; fuzzing skipped"
         return 0
     fi
+    wait_tool cargo-fuzz
     if ! cargo fuzz --version >/dev/null 2>&1; then
         echo "== installing cargo-fuzz"
         cargo install --locked cargo-fuzz

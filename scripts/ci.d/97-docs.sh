@@ -5,6 +5,7 @@
 # warning or an error. Installs mdBook from crates.io, without its optional
 # features, only when it is missing.
 python3 "$ROOT/scripts/check-doc-links.py"
+wait_tool mdbook
 if ! mdbook --version >/dev/null 2>&1; then
     echo "== installing mdbook"
     cargo install --locked mdbook --no-default-features

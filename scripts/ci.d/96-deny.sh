@@ -5,6 +5,7 @@
 # Advisories are left out by default: they need the RustSec database, cloned
 # from github.com, and this stage must run with no network beyond crates.io.
 # On a machine that reaches GitHub, SPINDLE_DENY_ADVISORIES=1 adds them.
+wait_tool cargo-deny
 if ! cargo deny --version >/dev/null 2>&1; then
     echo "== installing cargo-deny"
     cargo install --locked cargo-deny
