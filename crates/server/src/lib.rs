@@ -45,7 +45,7 @@
 pub mod auth_guard;
 // The core's services, under the paths the adapters have always used.
 pub use spindle_app::{
-    accounts, backup, catalog, clock, hash_pool, hot, link, loves, music, pins, plays, pull,
+    accounts, backup, catalog, clock, fair, hash_pool, hot, link, loves, music, pins, plays, pull,
     scrobble, similar, time, upload, userdata, worker,
 };
 mod banner;
@@ -57,7 +57,6 @@ pub mod corrections;
 pub mod cors;
 pub mod cover;
 mod expiry;
-pub mod fair;
 pub mod forward;
 pub mod front;
 #[cfg(test)]
