@@ -44,6 +44,7 @@ pub mod backup;
 pub mod catalog;
 pub mod clock;
 pub mod corrections;
+pub mod cover;
 pub mod fair;
 pub mod hash_pool;
 pub mod hot;
