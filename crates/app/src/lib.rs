@@ -64,6 +64,7 @@ pub mod tasks;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testlib;
 pub mod time;
+pub mod transcode;
 pub mod upload;
 pub mod userdata;
 pub mod worker;
