@@ -1,6 +1,6 @@
 //! Cover art over HTTP: the core's cover service ([`spindle_app::cover`],
 //! re-exported here under the paths the adapters have always used) and
-//! its answers ([`answer`]: validators, 304s, ranges, `Cache-Control`),
+//! its answers (`answer`: validators, 304s, ranges, `Cache-Control`),
 //! for Subsonic's `getCoverArt` ([`crate::subsonic`]) and the web UI's
 //! `/ui/cover/ID` ([`crate::web`]).
 
