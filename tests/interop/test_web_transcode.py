@@ -8,7 +8,7 @@ The music folder holds a WavPack album (sox makes a WAV, Debian's
 `cover.jpg` and a FLAC album with an embedded picture (images made by
 Pillow). APE is not tested: Debian packages no APE encoder
 (monkeys-audio is not in Debian), and the web player treats APE and
-WavPack alike (crates/server/src/transcode/format.rs).
+WavPack alike (crates/app/src/transcode/format.rs).
 
 Checked: the WavPack album plays in <audio> (its time passes 1 s, with no
 media error) and /ui/stream/ID answers it as a transcode (audio/mpeg);

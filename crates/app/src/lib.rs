@@ -5,7 +5,8 @@
 //! web UI, shares); this crate holds what those adapters share and never
 //! names an adapter (the dependency runs one way, so the compiler keeps it
 //! so). Its state is one [`App`]; every service takes an `&App` or the
-//! part of it it needs. What the core must tell an adapter goes through a
+//! part of it it needs (the cover art and transcoding services are
+//! objects of their own, which the server holds, taking those parts). What the core must tell an adapter goes through a
 //! trait the adapter implements ([`Forwarding`]).
 //!
 //! - [`App`], [`CoreConfig`], [`NowPlaying`]: the core's state, its
@@ -32,6 +33,14 @@
 //! - [`pins`], [`upload`]: `spindle tiers pin` and `spindle tiers
 //!   upload`, the hot tier's pins and copies to the cold devices;
 //! - [`similar`]: similar artists from co-listening;
+//! - [`cover`]: cover art ([`cover::Covers`]: where a cover comes from,
+//!   its resizes and their disk cache), over the music folders and the
+//!   catalog;
+//! - [`transcode`]: the transcoder ([`transcode::Transcoder`]: the
+//!   `[transcode]` rules and plans, the encode slots, ffmpeg, pacing, the
+//!   cache of finished transcodes, the next track prepared ahead);
+//! - [`fair`]: the fair per-user queue and the thread pool the two above
+//!   queue on;
 //! - [`backup`]: consistent backups and restores of the data directory;
 //! - [`hash_pool`]: the bounded pool that runs password hashes;
 //! - [`tasks`]: the one set of background tasks and its one stop;
@@ -44,6 +53,8 @@ pub mod backup;
 pub mod catalog;
 pub mod clock;
 pub mod corrections;
+pub mod cover;
+pub mod fair;
 pub mod hash_pool;
 pub mod hot;
 pub mod import;
@@ -62,6 +73,7 @@ pub mod tasks;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testlib;
 pub mod time;
+pub mod transcode;
 pub mod upload;
 pub mod userdata;
 pub mod worker;

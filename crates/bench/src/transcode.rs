@@ -209,7 +209,7 @@ fn run_in(
             ])
             .args(["-sample_fmt", "s16", "-c:a", "flac"])
             // An album each: no request prepares the next file ahead
-            // (crate docs of spindle_server::transcode::prepare).
+            // (crate docs of spindle_app::transcode::prepare).
             .args(["-metadata", &format!("album=Noise {n}"), "-metadata"])
             .arg(format!("title=t{n:03}"))
             .arg(f)

@@ -12,8 +12,10 @@
 //! playlists, the tiers), plays, now playing), which it derefs to, and
 //! the adapters' own state: [`Config`], the stream [`stream::Reader`],
 //! sessions, metrics, forwarding, the cluster. The core's services
-//! (`scrobble`, `loves`, `import`, …) are re-exported here under the
-//! paths they always had. [`router`]
+//! (`scrobble`, `loves`, `import`, `fair`, …) are re-exported here under
+//! the paths they always had; [`cover`] and [`transcode`] re-export the
+//! core's cover art and transcoding services and add their HTTP answers
+//! (validators, 304s, ranges, a live encode's body). [`router`]
 //! merges one router per API: [`lastfm`] (Last.fm 2.0 at `/2.0/`, its
 //! desktop-auth approval page, Audioscrobbler 1.2 at `/?hs=true`),
 //! [`listenbrainz`] (ListenBrainz at `/1/…`), [`subsonic`] (the Subsonic
@@ -45,7 +47,7 @@
 pub mod auth_guard;
 // The core's services, under the paths the adapters have always used.
 pub use spindle_app::{
-    accounts, backup, catalog, clock, hash_pool, hot, link, loves, music, pins, plays, pull,
+    accounts, backup, catalog, clock, fair, hash_pool, hot, link, loves, music, pins, plays, pull,
     scrobble, similar, time, upload, userdata, worker,
 };
 mod banner;
@@ -57,7 +59,6 @@ pub mod corrections;
 pub mod cors;
 pub mod cover;
 mod expiry;
-pub mod fair;
 pub mod forward;
 pub mod front;
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //!   its owner may no longer see.
 //! - **What** ([`Play`]): the file as it is (a download, a share link);
 //!   a Subsonic player's `format`, `maxBitRate` and `timeOffset` over the
-//!   `[transcode]` rules of its user and client ([`transcode::plan_for`]);
+//!   `[transcode]` rules of its user and client ([`transcode::Transcoder::plan_for`]);
 //!   or the web player, which gets the same rules for its user and the
 //!   client name [`crate::web::WEB_CLIENT`], and MP3 of what `<audio>`
 //!   cannot decode ([`transcode::for_browser`]).
@@ -186,22 +186,25 @@ fn decide_in(st: &AppState, cat: &Catalog, req: Request) -> Result<Source, Refus
         Play::Original { .. } => Plan::Original,
         Play::Player { client, ask, .. } => {
             past_the_end(ask.offset, s.duration)?;
-            transcode::plan_for(st, &user, client, s, ask)?
+            st.transcoder.plan_for(&st.db, &user, client, s, ask)?
         }
         Play::Browser { client } => {
-            let ruled = transcode::plan_for(st, &user, client, s, &transcode::Ask::default())?;
+            let ruled =
+                st.transcoder
+                    .plan_for(&st.db, &user, client, s, &transcode::Ask::default())?;
             for_browser(ruled, s)
         }
     };
     if let Plan::Transcode(target) = plan {
         let (next, estimate) = match play {
-            Play::Player { estimate, .. } => {
-                (transcode::prepare::next_in_album(st, cat, s), estimate)
-            }
+            Play::Player { estimate, .. } => (
+                transcode::prepare::next_in_album(&st.music, cat, s),
+                estimate,
+            ),
             _ => (None, false),
         };
         return Ok(Source::Transcode {
-            prepared: Prepared::of(st, s),
+            prepared: Prepared::of(&st.music, s),
             target,
             next,
             estimate,

@@ -9,32 +9,38 @@
 //! The tasks are tracked by the [`super::Transcoder`]; its `shutdown`
 //! stops them (their ffmpeg killed and reaped) and waits for them.
 
-use super::{ffmpeg, Prepared, Target};
+use std::sync::Arc;
+
+use spindle_tiers::Tiers;
+
+use super::{ffmpeg, Prepared, Target, Transcoder};
 use crate::catalog::{Catalog, Song};
-use crate::state::{lock, AppState};
+use crate::music::Music;
+use crate::sync::lock;
 
 /// The song after `song` on its album, if any, opened for a transcode
-/// (blocking).
-pub fn next_in_album(st: &AppState, cat: &Catalog, song: &Song) -> Option<Prepared> {
+/// through `music` (blocking).
+pub fn next_in_album(music: &Music, cat: &Catalog, song: &Song) -> Option<Prepared> {
     let album = cat.album(&song.album_id)?;
     let at = album
         .songs
         .iter()
         .position(|&i| cat.songs[i].id == song.id)?;
     let next = &cat.songs[*album.songs.get(at + 1)?];
-    Some(Prepared::of(st, next))
+    Some(Prepared::of(music, next))
 }
 
-/// Transcodes `next` to `t` into the cache in the background, when a slot
-/// is free and the cache wants it.
-pub(crate) fn spawn(st: &AppState, next: Prepared, t: Target) {
-    let tc = st.transcoder.clone();
+/// Transcodes `next` to `t` into `tc`'s cache (the hot tier's when there
+/// are `tiers`) in the background, when a slot is free and the cache
+/// wants it.
+pub fn spawn(tc: &Arc<Transcoder>, tiers: Option<Arc<Tiers>>, next: Prepared, t: Target) {
     if tc.stopping.load(std::sync::atomic::Ordering::Relaxed) {
         return;
     }
-    let st2 = st.clone();
+    let me = tc.clone();
     let job = async move {
-        let Some(cache) = tc.cache(&st2).await else {
+        let tc = me;
+        let Some(cache) = tc.cache(tiers.as_ref()).await else {
             return;
         };
         let key = next.key(&t);
@@ -68,7 +74,7 @@ pub(crate) fn spawn(st: &AppState, next: Prepared, t: Target) {
         while let Some(Ok(_)) = rx.recv().await {}
         tracing::debug!("prepared {} as {}", next.path.display(), t.variant());
     };
-    let mut tasks = lock(&st.transcoder.tasks);
+    let mut tasks = lock(&tc.tasks);
     // Finished preparations leave the set here.
     while tasks.try_join_next().is_some() {}
     tasks.spawn(job);

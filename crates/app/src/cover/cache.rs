@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use crate::state::lock;
+use crate::sync::lock;
 
 /// How many bytes of resized covers the cache keeps: 256 MiB, about
 /// 10,000 covers of 300 pixels (20–30 KiB each) — a large library's

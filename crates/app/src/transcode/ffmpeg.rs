@@ -20,7 +20,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
+use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
@@ -437,7 +437,7 @@ async fn run_pump(
     match failure {
         None => {
             if let Some((cache, w)) = copy {
-                let _ = spindle_app::offload::run(move || super::cache::finish(&cache, w)).await;
+                let _ = crate::offload::run(move || super::cache::finish(&cache, w)).await;
             }
             // Dropping the sender ends the body: complete.
         }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::{Admitted, FairQueue, Limits};
-use crate::state::lock;
+use crate::sync::lock;
 
 /// Why a job did not run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::fair::{Admitted, FairQueue, Limits};
-use crate::state::lock;
+use crate::sync::lock;
 
 /// The user whose slots the preparations of next tracks take
 /// ([`Gate::try_acquire`]): they are one more user, within its share.

@@ -21,23 +21,24 @@ use spindle_tiers::hot::{object_name, HotFolder, HotWriter};
 use spindle_tiers::placement::{key_id, FromPolicy, HotPolicy};
 use spindle_tiers::Tiers;
 
-use crate::state::lock;
+use crate::sync::lock;
 
 /// Where transcodes are kept.
-pub(crate) enum Cache {
+pub enum Cache {
     /// The storage tiers' hot folder and policy.
     Tiers(Arc<Tiers>, Arc<HotFolder>),
     /// A hot folder of its own, with its own policy.
     Own(Arc<HotFolder>, Mutex<OwnPolicy>),
 }
 
-pub(crate) struct OwnPolicy {
+/// The own cache's policy and the keys it knows by id.
+pub struct OwnPolicy {
     policy: Box<dyn HotPolicy>,
     keys: HashMap<u64, String>,
 }
 
 /// What the cache says of one request.
-pub(crate) struct Access {
+pub struct Access {
     /// The length of the hot copy, if there is one.
     pub hit: Option<u64>,
     /// Whether a transcode made now should be kept.
@@ -94,7 +95,7 @@ impl Cache {
 
     /// One request of variant `key`, about `estimate` bytes long: counted
     /// by the policy (which may demote others).
-    pub(crate) fn access(&self, key: &str, estimate: u64) -> Access {
+    pub fn access(&self, key: &str, estimate: u64) -> Access {
         let hit = self.hot().contains(key);
         let len = hit.unwrap_or(estimate).max(1);
         let keep = match self {
@@ -140,7 +141,7 @@ impl Cache {
     }
 
     /// The hot copy of `key` as (its folder, its name there).
-    pub(crate) fn object(&self, key: &str) -> (PathBuf, PathBuf) {
+    pub fn object(&self, key: &str) -> (PathBuf, PathBuf) {
         let (shard, name) = object_name(key);
         (
             self.hot().root().join("objects").join(shard),
