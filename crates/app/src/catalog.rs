@@ -30,6 +30,11 @@ use spindle_store::{Library, ValueRef};
 
 use crate::accounts::md5_hex;
 
+mod batches;
+mod update;
+
+pub use batches::{read_in_batches, Read, BATCH};
+
 /// The album artist of compilations that name none, and the name that
 /// marks an album as a compilation.
 pub const VARIOUS_ARTISTS: &str = "Various Artists";
@@ -70,7 +75,7 @@ pub struct ReplayGain {
 }
 
 /// One playable track.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Song {
     pub id: u32,
     pub title: String,
@@ -154,7 +159,7 @@ pub struct Song {
     pub comment: Option<String>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Album {
     pub id: String,
     pub name: String,
@@ -185,7 +190,7 @@ pub struct Album {
     pub disc_titles: Vec<(i64, String)>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Artist {
     pub id: String,
     pub name: String,
@@ -197,7 +202,7 @@ pub struct Artist {
 }
 
 /// Songs, albums and artists of one library snapshot.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Catalog {
     pub songs: Vec<Song>,
     pub albums: Vec<Album>,
@@ -392,109 +397,56 @@ impl Catalog {
 
     /// [`Catalog::build`] with `opts`.
     pub fn build_with(lib: &Library, roots: &[PathBuf], opts: &CatalogOptions) -> Catalog {
-        let pref = SourcePref::default();
         let ids: Vec<u32> = lib.ids().collect();
-        let rows = lib.fetch_rows(&ids, FIELDS, &pref);
+        let songs = read_songs(lib, &ids, roots, &opts.ignored_articles)
+            .into_iter()
+            .filter_map(|(_, s)| s)
+            .collect();
+        Catalog::from_songs(songs, opts.ignored_articles.clone())
+    }
+
+    /// The catalog of `songs` (ascending by id): their albums and
+    /// artists.
+    pub(crate) fn from_songs(songs: Vec<Song>, ignored_articles: Vec<String>) -> Catalog {
         let mut cat = Catalog {
-            ignored_articles: opts.ignored_articles.clone(),
+            songs,
+            ignored_articles,
             ..Catalog::default()
         };
-        for (id, cells) in ids.iter().zip(&rows) {
-            let row = Row {
-                lib,
-                pref: &pref,
-                id: *id,
-                cells,
-            };
-            if let Some(song) = read_song(&row, roots, &cat.ignored_articles) {
-                cat.songs.push(song);
-            }
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut group_of: HashMap<&str, usize> = HashMap::new();
+        for (n, song) in cat.songs.iter().enumerate() {
+            let g = *group_of.entry(song.album_id.as_str()).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[g].push(n);
         }
-        cat.cluster_albums();
-        cat.cluster_artists();
-        cat.song_by_id = cat
+        let albums = groups
+            .iter()
+            .filter_map(|members| album_of(&cat.songs, members, &cat.ignored_articles))
+            .collect();
+        cat.albums = albums;
+        cat.finish();
+        cat
+    }
+
+    /// The lookups and the artists, once the songs and albums (in the
+    /// order of their first song) are there.
+    pub(crate) fn finish(&mut self) {
+        self.album_by_id = self
+            .albums
+            .iter()
+            .enumerate()
+            .map(|(n, a)| (a.id.clone(), n))
+            .collect();
+        self.cluster_artists();
+        self.song_by_id = self
             .songs
             .iter()
             .enumerate()
             .map(|(n, s)| (s.id, n))
             .collect();
-        cat
-    }
-
-    /// Albums from the songs.
-    fn cluster_albums(&mut self) {
-        let articles = &self.ignored_articles;
-        for (n, song) in self.songs.iter().enumerate() {
-            let idx = *self
-                .album_by_id
-                .entry(song.album_id.clone())
-                .or_insert_with(|| {
-                    let sort = song
-                        .sort_album
-                        .clone()
-                        .unwrap_or_else(|| sort_name(&song.album, articles).to_owned());
-                    self.albums.push(Album {
-                        id: song.album_id.clone(),
-                        name: song.album.clone(),
-                        artist: song.display_album_artist.clone(),
-                        artist_id: song.artist_id.clone(),
-                        songs: Vec::new(),
-                        year: None,
-                        genre: None,
-                        created: i64::MAX,
-                        duration: 0,
-                        play_count: 0,
-                        last_played: 0,
-                        artists: song.album_artists.clone(),
-                        genres: Vec::new(),
-                        moods: Vec::new(),
-                        labels: Vec::new(),
-                        release_types: Vec::new(),
-                        compilation: false,
-                        sort_name: sort,
-                        mbid: None,
-                        original_date: None,
-                        disc_titles: Vec::new(),
-                    });
-                    self.albums.len() - 1
-                });
-            let a = &mut self.albums[idx];
-            a.songs.push(n);
-            a.year = a.year.or(song.year);
-            a.genre = a.genre.take().or_else(|| song.genre.clone());
-            a.created = a.created.min(song.added);
-            a.duration += song.duration.unwrap_or(0);
-            a.play_count += song.play_count;
-            a.last_played = a.last_played.max(song.last_played);
-            union(&mut a.genres, &song.genres);
-            union(&mut a.moods, &song.moods);
-            union(&mut a.labels, &song.labels);
-            union(&mut a.release_types, &song.release_types);
-            a.compilation |= song.compilation;
-            if a.mbid.is_none() {
-                a.mbid.clone_from(&song.album_mbid);
-            }
-            if a.original_date.is_none() {
-                a.original_date.clone_from(&song.original_date);
-            }
-            if let (Some(disc), Some(title)) = (song.disc, &song.disc_subtitle) {
-                if !a.disc_titles.iter().any(|(d, _)| *d == disc) {
-                    a.disc_titles.push((disc, title.clone()));
-                }
-            }
-        }
-        let songs = &self.songs;
-        for a in &mut self.albums {
-            a.songs.sort_by_key(|&n| {
-                let s = &songs[n];
-                (
-                    s.disc.unwrap_or(1),
-                    s.track.unwrap_or(i64::MAX),
-                    s.title.clone(),
-                )
-            });
-            a.disc_titles.sort();
-        }
     }
 
     /// Album artists from the albums (an album with several is listed
@@ -556,14 +508,21 @@ impl Catalog {
         let mut others: Vec<Artist> = Vec::new();
         let mut other_idx: HashMap<String, usize> = HashMap::new();
         let mut seen: HashSet<(usize, usize)> = HashSet::new();
+        // An artist's id is a hash: one per name, not per song.
+        let mut ids: HashMap<&str, Option<String>> = HashMap::new();
         for (n, al) in self.albums.iter().enumerate() {
             for &s in &al.songs {
                 let song = &self.songs[s];
                 for (k, name) in song.artists.iter().enumerate() {
-                    let id = artist_id(name);
-                    if self.artist_by_id.contains_key(&id) {
+                    let Some(id) = ids
+                        .entry(name.as_str())
+                        .or_insert_with(|| {
+                            Some(artist_id(name)).filter(|id| !self.artist_by_id.contains_key(id))
+                        })
+                        .clone()
+                    else {
                         continue;
-                    }
+                    };
                     let idx = *other_idx.entry(id.clone()).or_insert_with(|| {
                         let sort = match (&song.sort_artist, k) {
                             (Some(s), 0) if song.artists.len() == 1 => s.clone(),
@@ -637,6 +596,115 @@ impl Catalog {
                     .map(|&i| &self.song_artists[i])
             })
     }
+}
+
+/// The album of `members` (indexes into `songs`, ascending, every one
+/// with the same album id): named after the first, its aggregates in
+/// song order, its songs by disc and track; `None` without members.
+pub(crate) fn album_of(songs: &[Song], members: &[usize], articles: &[String]) -> Option<Album> {
+    let first = &songs[*members.first()?];
+    let sort = first
+        .sort_album
+        .clone()
+        .unwrap_or_else(|| sort_name(&first.album, articles).to_owned());
+    let mut a = Album {
+        id: first.album_id.clone(),
+        name: first.album.clone(),
+        artist: first.display_album_artist.clone(),
+        artist_id: first.artist_id.clone(),
+        songs: Vec::with_capacity(members.len()),
+        year: None,
+        genre: None,
+        created: i64::MAX,
+        duration: 0,
+        play_count: 0,
+        last_played: 0,
+        artists: first.album_artists.clone(),
+        genres: Vec::new(),
+        moods: Vec::new(),
+        labels: Vec::new(),
+        release_types: Vec::new(),
+        compilation: false,
+        sort_name: sort,
+        mbid: None,
+        original_date: None,
+        disc_titles: Vec::new(),
+    };
+    for &n in members {
+        let song = &songs[n];
+        a.songs.push(n);
+        a.year = a.year.or(song.year);
+        if a.genre.is_none() {
+            a.genre.clone_from(&song.genre);
+        }
+        a.created = a.created.min(song.added);
+        a.duration += song.duration.unwrap_or(0);
+        a.play_count += song.play_count;
+        a.last_played = a.last_played.max(song.last_played);
+        union(&mut a.genres, &song.genres);
+        union(&mut a.moods, &song.moods);
+        union(&mut a.labels, &song.labels);
+        union(&mut a.release_types, &song.release_types);
+        a.compilation |= song.compilation;
+        if a.mbid.is_none() {
+            a.mbid.clone_from(&song.album_mbid);
+        }
+        if a.original_date.is_none() {
+            a.original_date.clone_from(&song.original_date);
+        }
+        if let (Some(disc), Some(title)) = (song.disc, &song.disc_subtitle) {
+            if !a.disc_titles.iter().any(|(d, _)| *d == disc) {
+                a.disc_titles.push((disc, title.clone()));
+            }
+        }
+    }
+    a.songs.sort_by(|&x, &y| {
+        let (s, t) = (&songs[x], &songs[y]);
+        (s.disc.unwrap_or(1), s.track.unwrap_or(i64::MAX), &s.title).cmp(&(
+            t.disc.unwrap_or(1),
+            t.track.unwrap_or(i64::MAX),
+            &t.title,
+        ))
+    });
+    a.disc_titles.sort();
+    Some(a)
+}
+
+/// The songs of `ids` (entries of `lib`): each id with its song, `None`
+/// for an entry that is no song (or is gone).
+pub(crate) fn read_songs(
+    lib: &Library,
+    ids: &[u32],
+    roots: &[PathBuf],
+    articles: &[String],
+) -> Vec<(u32, Option<Song>)> {
+    let pref = SourcePref::default();
+    let present: Vec<u32> = ids.iter().copied().filter(|&id| lib.contains(id)).collect();
+    let rows = lib.fetch_rows(&present, FIELDS, &pref);
+    let mut read = present.iter().zip(&rows).map(|(id, cells)| {
+        let row = Row {
+            lib,
+            pref: &pref,
+            id: *id,
+            cells,
+        };
+        (*id, read_song(&row, roots, articles))
+    });
+    let mut next = read.next();
+    let mut out = Vec::with_capacity(ids.len());
+    for &id in ids {
+        match next.take() {
+            Some((n, song)) if n == id => {
+                out.push((id, song));
+                next = read.next();
+            }
+            other => {
+                next = other;
+                out.push((id, None));
+            }
+        }
+    }
+    out
 }
 
 /// A song from its row; `None` when it is missing or not under a root.

@@ -1,0 +1,88 @@
+//! Reading songs from the library a batch at a time, so that no catalog
+//! work holds the library's read lock (which a commit waits for) for
+//! more than the time of one batch.
+//!
+//! Between batches the library may change. Whatever changed after the
+//! reading began is read again at the end, the last of it under the same
+//! lock that says nothing else changed: the songs read are then those of
+//! the library as of one point, the change stamp returned.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use spindle_store::{ChangeStamp, Db};
+
+use super::{read_songs, Song};
+
+/// Entries read under one hold of the library's lock.
+pub const BATCH: usize = 256;
+
+/// Rounds of reading again what changed meanwhile before the rest is
+/// read under one hold, however long (commits faster than the reading).
+const ROUNDS: usize = 64;
+
+/// Songs read in batches.
+#[derive(Debug)]
+pub struct Read {
+    /// Each entry asked for or changed meanwhile, ascending, with its song
+    /// (`None`: not a song, or gone).
+    pub songs: Vec<(u32, Option<Song>)>,
+    /// The library's state they are of.
+    pub stamp: ChangeStamp,
+    /// The library's entries and property values then.
+    pub entries: usize,
+    pub properties: usize,
+    /// The longest hold of the library's lock.
+    pub longest_hold: Duration,
+    pub holds: usize,
+}
+
+/// The songs of `ids` (entries of the library as of `since`), and of
+/// every entry changed after `since`, read `BATCH` at a time. `None`
+/// when the library forgot what changed meanwhile (more changes than it
+/// keeps): then read everything again.
+pub fn read_in_batches(
+    db: &Db,
+    ids: Vec<u32>,
+    since: ChangeStamp,
+    roots: &[PathBuf],
+    articles: &[String],
+) -> Option<Read> {
+    let mut out: BTreeMap<u32, Option<Song>> = BTreeMap::new();
+    let mut pending = ids;
+    let mut mark = since;
+    let mut longest_hold = Duration::ZERO;
+    let mut holds = 0;
+    let mut rounds = 0;
+    loop {
+        let lib = db.read();
+        let held = Instant::now();
+        holds += 1;
+        if pending.is_empty() {
+            let more = lib.changed_since(mark)?;
+            rounds += 1;
+            if more.len() <= BATCH || rounds >= ROUNDS {
+                out.extend(read_songs(&lib, &more, roots, articles));
+                let stamp = lib.change_stamp();
+                let (entries, properties) = (lib.len(), lib.prop_count());
+                longest_hold = longest_hold.max(held.elapsed());
+                drop(lib);
+                return Some(Read {
+                    songs: out.into_iter().collect(),
+                    stamp,
+                    entries,
+                    properties,
+                    longest_hold,
+                    holds,
+                });
+            }
+            pending = more;
+            mark = lib.change_stamp();
+        }
+        let rest = pending.split_off(pending.len().min(BATCH));
+        out.extend(read_songs(&lib, &pending, roots, articles));
+        pending = rest;
+        longest_hold = longest_hold.max(held.elapsed());
+    }
+}
