@@ -31,6 +31,7 @@ use spindle_store::{Library, ValueRef};
 use crate::accounts::md5_hex;
 
 mod batches;
+pub mod saved;
 mod update;
 
 pub use batches::{read_in_batches, Read, BATCH};

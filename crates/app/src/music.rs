@@ -34,6 +34,7 @@ use crate::sync::lock;
 use crate::userdata::{UserData, UserDataError, USERDATA_DIR};
 
 mod cache;
+mod saved;
 
 use cache::Cache;
 
@@ -63,8 +64,8 @@ pub struct Music {
     folders: Vec<MusicRoot>,
     /// The catalog and how up to date it is, shared with the refresher.
     cache: Arc<Cache>,
-    /// The refresher thread, while it runs.
-    refresher: Mutex<Option<JoinHandle<()>>>,
+    /// The refresher thread and its library, while it runs.
+    refresher: Mutex<Option<(JoinHandle<()>, Arc<Db>)>>,
     pub userdata: UserData,
     /// The storage tiers, when `[tiers]` is configured: streams go
     /// through them instead of straight to the music folder.
@@ -98,9 +99,11 @@ impl Music {
                 })
             })
             .collect::<Result<_, _>>()?;
+        let mut cache = Cache::new(canon.clone(), CatalogOptions::default());
+        cache.saved = Some(data_dir.join(crate::catalog::saved::CATALOG_FILE));
         Ok(Music {
             folders,
-            cache: Arc::new(Cache::new(canon.clone(), CatalogOptions::default())),
+            cache: Arc::new(cache),
             roots: canon,
             refresher: Mutex::new(None),
             userdata: UserData::open(Some(&data_dir.join(USERDATA_DIR)))?,
@@ -125,8 +128,9 @@ impl Music {
     /// Builds catalogs with `opts` (the sort-name articles of the server
     /// config) instead of the defaults. Call before the first catalog.
     pub fn with_catalog_options(mut self, opts: crate::catalog::CatalogOptions) -> Music {
-        let roots = self.cache.roots.clone();
-        self.cache = Arc::new(Cache::new(roots, opts));
+        let mut cache = Cache::new(self.cache.roots.clone(), opts);
+        cache.saved.clone_from(&self.cache.saved);
+        self.cache = Arc::new(cache);
         self
     }
 
@@ -228,27 +232,30 @@ impl Music {
 
     /// Starts the refresher thread over `db`, which builds the first
     /// catalog at once and then every one asked for, one at a time, off
-    /// the requests' threads. Stopped and joined by
-    /// [`Music::stop_refresher`] (and when the `Music` is dropped). A
-    /// thread that cannot be started is logged; requests then rebuild
-    /// the catalog themselves.
+    /// the requests' threads. Before it starts, the catalog saved at the
+    /// last stop is loaded when it is of the library as it opened (the
+    /// thread then brings in only what changed since). Stopped and
+    /// joined by [`Music::stop_refresher`] (and when the `Music` is
+    /// dropped), which saves the catalog. A thread that cannot be started
+    /// is logged; requests then rebuild the catalog themselves.
     pub fn start_refresher(&self, db: Arc<Db>) {
         let mut slot = lock(&self.refresher);
         if slot.is_some() {
             return;
         }
+        let loaded = lock(&self.cache.slot).current.is_none() && self.cache.load_saved(&db);
         {
             let mut s = lock(&self.cache.slot);
             s.stopping = false;
             s.refresher = true;
-            s.wanted = s.current.is_none();
+            s.wanted = s.current.is_none() || loaded;
         }
-        let cache = self.cache.clone();
+        let (cache, on) = (self.cache.clone(), db.clone());
         match std::thread::Builder::new()
             .name("spindle-catalog".into())
-            .spawn(move || cache.run(&db))
+            .spawn(move || cache.run(&on))
         {
-            Ok(t) => *slot = Some(t),
+            Ok(t) => *slot = Some((t, db)),
             Err(e) => {
                 lock(&self.cache.slot).refresher = false;
                 tracing::warn!(
@@ -259,8 +266,10 @@ impl Music {
     }
 
     /// Stops the refresher thread after the build it is running, and
-    /// joins it; requests then rebuild the catalog themselves. Blocks:
-    /// call from a blocking thread.
+    /// joins it; requests then rebuild the catalog themselves. Then saves
+    /// the catalog, brought up to date, for the next start (when the
+    /// music side has a data directory). Blocks: call from a blocking
+    /// thread.
     pub fn stop_refresher(&self) {
         let t = lock(&self.refresher).take();
         {
@@ -269,10 +278,11 @@ impl Music {
             s.refresher = false;
             self.cache.changed.notify_all();
         }
-        if let Some(t) = t {
+        if let Some((t, db)) = t {
             if t.join().is_err() {
                 tracing::error!("the catalog thread panicked");
             }
+            self.cache.save(&db);
         }
     }
 
@@ -388,9 +398,9 @@ mod tests {
         hold: Mutex<Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>>,
     }
 
-    /// A `Music` over [`ROOT`] (nothing read from it) whose catalog
-    /// builds go through `probe`, checked every `ttl`.
-    fn music(probe: &Arc<Probe>, ttl: Duration) -> Music {
+    /// A catalog cache over [`ROOT`] (nothing read from it) whose new
+    /// catalogs go through `probe`, checked every `ttl`.
+    fn cache(probe: &Arc<Probe>, ttl: Duration) -> Cache {
         let p = probe.clone();
         let mut cache = Cache::new(vec![PathBuf::from(ROOT)], CatalogOptions::default());
         cache.hook = Box::new(move || {
@@ -401,6 +411,12 @@ mod tests {
             p.builds.fetch_add(1, Ordering::SeqCst);
         });
         cache.ttl = ttl;
+        cache
+    }
+
+    /// A `Music` over [`cache`].
+    fn music(probe: &Arc<Probe>, ttl: Duration) -> Music {
+        let cache = cache(probe, ttl);
         let mut m = Music::none();
         m.cache = Arc::new(cache);
         m
@@ -548,5 +564,71 @@ mod tests {
         m.library_changed();
         assert_eq!(m.catalog(&db).songs.len(), 2);
         assert_eq!(probe.builds.load(Ordering::SeqCst), 3);
+    }
+
+    /// A [`music`] through `probe` whose catalog is saved in `dir`.
+    fn saving(probe: &Arc<Probe>, dir: &Path) -> Music {
+        let mut cache = cache(probe, CATALOG_TTL);
+        cache.saved = Some(dir.join(crate::catalog::saved::CATALOG_FILE));
+        let mut m = Music::none();
+        m.cache = Arc::new(cache);
+        m
+    }
+
+    #[test]
+    fn a_start_serves_the_catalog_saved_at_the_last_stop_without_building_one() {
+        let (dir, db) = testlib::library(ROWS);
+        let first = probe();
+        let m = saving(&first, dir.path());
+        let db = Arc::new(db);
+        m.start_refresher(db.clone());
+        assert_eq!(plays(&m.catalog(&db)), 0);
+        play(&db, 6);
+        m.stop_refresher();
+        assert_eq!(plays(&m.catalog(&db)), 6);
+        drop((m, db));
+
+        let db = Arc::new(Db::open(dir.path()).unwrap());
+        let probe = probe();
+        // A build would wait for the release that never comes.
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        *lock(&probe.hold) = Some((entered_tx, release_rx));
+        let m = Arc::new(saving(&probe, dir.path()));
+        m.start_refresher(db.clone());
+        let (tx, rx) = mpsc::channel();
+        let (m2, db2) = (m.clone(), db.clone());
+        std::thread::spawn(move || {
+            let cat = m2.catalog(&db2);
+            tx.send((cat.songs.len(), plays(&cat))).unwrap();
+        });
+        assert_eq!(rx.recv_timeout(PATIENCE), Ok((2, 6)));
+        assert!(entered.recv_timeout(Duration::from_millis(200)).is_err());
+        assert_eq!(probe.builds.load(Ordering::SeqCst), 0);
+        *lock(&probe.hold) = None;
+        drop(release);
+        m.stop_refresher();
+    }
+
+    #[test]
+    fn a_saved_catalog_of_a_library_changed_since_is_not_served() {
+        let (dir, db) = testlib::library(ROWS);
+        let m = saving(&probe(), dir.path());
+        let db = Arc::new(db);
+        m.start_refresher(db.clone());
+        m.catalog(&db);
+        m.stop_refresher();
+        drop(m);
+        // Changed while no server ran (a `spindle db` edit).
+        play(&db, 9);
+        drop(db);
+
+        let db = Arc::new(Db::open(dir.path()).unwrap());
+        let probe = probe();
+        let m = saving(&probe, dir.path());
+        m.start_refresher(db.clone());
+        assert_eq!(plays(&m.catalog(&db)), 9);
+        assert_eq!(probe.builds.load(Ordering::SeqCst), 1);
+        m.stop_refresher();
     }
 }

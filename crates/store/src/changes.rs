@@ -25,6 +25,22 @@ pub struct ChangeStamp {
     pub seq: u64,
 }
 
+/// Where a library stands, durably and in memory: something derived
+/// from it and saved (the server's catalog) names the library it is of
+/// by this, and is current again after a restart when the library opens
+/// at the same place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    /// The data file's generation.
+    pub generation: u64,
+    /// The number of the last transaction in the log.
+    pub seq: u64,
+    pub entries: usize,
+    pub properties: usize,
+    /// The same point in this process's history of changes.
+    pub changes: ChangeStamp,
+}
+
 static EPOCHS: AtomicU64 = AtomicU64::new(1);
 
 fn next_epoch() -> u64 {
@@ -136,5 +152,23 @@ mod tests {
         let other = Changes::with_capacity(3);
         assert_eq!(other.since(s), None);
         assert_eq!(c.clone().since(c.stamp()), None);
+    }
+
+    #[test]
+    fn a_library_reopens_at_the_position_it_was_left_at_and_counts_changes_from_there() {
+        use crate::{Db, Op};
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path()).unwrap();
+        db.commit(vec![Op::CreateEntry(1)]).unwrap();
+        let at = db.position().unwrap();
+        drop(db);
+        let db = Db::open(dir.path()).unwrap();
+        let o = db.opened_at();
+        let key = |p: Position| (p.generation, p.seq, p.entries, p.properties);
+        assert_eq!(key(o), key(at));
+        assert_eq!(db.read().changed_since(o.changes), Some(vec![]));
+        db.commit(vec![Op::CreateEntry(2)]).unwrap();
+        assert_eq!(db.read().changed_since(o.changes), Some(vec![2]));
+        assert_ne!(key(db.position().unwrap()), key(o));
     }
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use spindle_store::{ChangeStamp, Db, Library};
 
+use crate::catalog::saved::SavedOf;
 use crate::catalog::{read_in_batches, Catalog, CatalogOptions, Read};
 use crate::sync::lock;
 
@@ -69,6 +70,10 @@ pub(super) struct Cache {
     pub slot: Mutex<Slot>,
     /// Signals every change of `slot`.
     pub changed: Condvar,
+    /// Where the catalog is saved at a stop, if it is.
+    pub saved: Option<PathBuf>,
+    /// What the saved file holds, once loaded or written.
+    pub saved_as: Mutex<Option<SavedOf>>,
 }
 
 /// What a refresh has to do.
@@ -95,6 +100,8 @@ impl Cache {
             version: AtomicU64::new(0),
             slot: Mutex::new(Slot::default()),
             changed: Condvar::new(),
+            saved: None,
+            saved_as: Mutex::new(None),
         }
     }
 
