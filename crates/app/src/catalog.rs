@@ -31,6 +31,10 @@ use spindle_store::{Library, ValueRef};
 use crate::accounts::md5_hex;
 
 mod batches;
+#[cfg(test)]
+mod gen;
+#[cfg(test)]
+mod measure;
 pub mod saved;
 mod update;
 

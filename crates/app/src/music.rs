@@ -11,7 +11,8 @@
 //! the current catalog meanwhile. A request waits only for the first
 //! catalog, and for the update that brings in a few added or removed
 //! entries or properties (an upload, a tag edit; see
-//! [`Music::catalog`]). A reported rescan ([`Music::library_changed`])
+//! [`Music::catalog`]). Changed values alone (play counts) are brought
+//! in at most every [`CATALOG_TTL`]. A reported rescan ([`Music::library_changed`])
 //! waits for its update on the scan's own thread, so requests after a
 //! scan find it made.
 //!
@@ -75,7 +76,7 @@ pub struct Music {
 /// How long a catalog is served before the library is looked at again
 /// for changed values (the play counts the linker writes after
 /// scrobbles, which "frequent" and "recent" lists show): they appear
-/// this long after the scrobble, plus a rebuild's time.
+/// this long after the scrobble, plus an update's time.
 pub const CATALOG_TTL: Duration = Duration::from_secs(10);
 
 impl Music {
@@ -177,8 +178,9 @@ impl Music {
     }
 
     /// The catalog of the library. The current one when the library did
-    /// not change since it was made; when it did, the current one too
-    /// while the refresher thread brings it up to date, unless entries or
+    /// not change since it was made, or changed only in values (play
+    /// counts) for less than [`CATALOG_TTL`]; when it did, the current
+    /// one too while the refresher thread brings it up to date, unless entries or
     /// properties were added or removed (an upload, a tag edit) by at
     /// most [`WAIT_FOR_CHANGES`] changed entries: then this waits for
     /// that update (a read of those entries, not of the library). Before
@@ -207,6 +209,12 @@ impl Music {
         if wait {
             drop(s);
             return self.cache.refresh(Some(db), Some(stamp));
+        }
+        // Changed values alone (the play counts the linker writes after
+        // scrobbles) are brought in at most every `ttl`: each new
+        // catalog costs its views again.
+        if !counts && b.stamp.version == stamp.version && b.checked.elapsed() < self.cache.ttl {
+            return b.cat.clone();
         }
         if s.refresher {
             let cat = b.cat.clone();

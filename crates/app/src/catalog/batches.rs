@@ -49,6 +49,19 @@ pub fn read_in_batches(
     roots: &[PathBuf],
     articles: &[String],
 ) -> Option<Read> {
+    read_with(db, ids, since, roots, articles, &mut || {})
+}
+
+/// [`read_in_batches`], calling `between` after each batch, with the lock
+/// released (tests change the library there).
+fn read_with(
+    db: &Db,
+    ids: Vec<u32>,
+    since: ChangeStamp,
+    roots: &[PathBuf],
+    articles: &[String],
+    between: &mut dyn FnMut(),
+) -> Option<Read> {
     let mut out: BTreeMap<u32, Option<Song>> = BTreeMap::new();
     let mut pending = ids;
     let mut mark = since;
@@ -84,5 +97,59 @@ pub fn read_in_batches(
         out.extend(read_songs(&lib, &pending, roots, articles));
         pending = rest;
         longest_hold = longest_hold.max(held.elapsed());
+        drop(lib);
+        between();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use spindle_store::Op;
+
+    use super::super::gen::{library, rewrite, ROOT};
+    use super::*;
+
+    fn songs(read: Vec<(u32, Option<Song>)>) -> Vec<Song> {
+        read.into_iter().filter_map(|(_, s)| s).collect()
+    }
+
+    #[test]
+    fn songs_read_in_batches_while_the_library_changes_are_those_of_the_library_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path()).unwrap();
+        let mut rng = StdRng::seed_from_u64(3);
+        library(&db, &mut rng, 2000);
+        let roots = [PathBuf::from(ROOT)];
+        let (ids, since) = {
+            let lib = db.read();
+            (lib.ids().collect(), lib.change_stamp())
+        };
+        let mut step = 0;
+        let mut change = || {
+            step += 1;
+            let id = rng.gen_range(1..=2000);
+            if db.read().contains(id) && step % 3 == 0 {
+                db.commit(vec![Op::DeleteEntry(id)]).unwrap();
+            } else {
+                rewrite(&db, &mut rng, id, &format!("c/{step}.flac"));
+            }
+            // New entries too, past the ids being read.
+            if step % 4 == 0 {
+                let id = db.reserve_id();
+                rewrite(&db, &mut rng, id, &format!("n/{step}.flac"));
+            }
+        };
+        let read = read_with(&db, ids, since, &roots, &[], &mut change).unwrap();
+        assert!(step >= 2000 / BATCH, "{step} batches");
+        let lib = db.read();
+        assert_eq!(read.stamp, lib.change_stamp());
+        assert_eq!(
+            (read.entries, read.properties),
+            (lib.len(), lib.prop_count())
+        );
+        let all: Vec<u32> = lib.ids().collect();
+        assert!(songs(read.songs) == songs(read_songs(&lib, &all, &roots, &[])));
     }
 }

@@ -105,73 +105,9 @@ mod tests {
     use spindle_query::Value;
     use spindle_store::{Db, Op};
 
+    use super::super::gen::{rewrite, ROOT};
     use super::super::{read_songs, CatalogOptions};
     use super::*;
-
-    const ROOT: &str = "/music";
-    const ARTISTS: &[&str] = &["Ann", "The Bees", "Cy", "Various Artists", "dee", "Dee"];
-    const ALBUMS: &[&str] = &["One", "Two", "two", "Three", "Hits"];
-    const GENRES: &[&str] = &["Rock", "Jazz", "rock", "Pop"];
-
-    /// The properties of a random song at `path`.
-    fn song_ops(rng: &mut StdRng, id: u32, path: &str) -> Vec<Op> {
-        let mut ops = Vec::new();
-        let mut add = |key: &str, value: Value| {
-            ops.push(Op::AddProp {
-                entry: id,
-                key: key.into(),
-                source: "plugin/test".into(),
-                value,
-            });
-        };
-        add("url", Value::Str(format!("file://{ROOT}/{path}")));
-        let pick = |rng: &mut StdRng, from: &[&str]| from[rng.gen_range(0..from.len())].to_owned();
-        for _ in 0..rng.gen_range(0..3) {
-            add("artist", Value::Str(pick(rng, ARTISTS)));
-        }
-        if rng.gen_bool(0.4) {
-            add("album_artist", Value::Str(pick(rng, ARTISTS)));
-        }
-        if rng.gen_bool(0.9) {
-            add("album", Value::Str(pick(rng, ALBUMS)));
-        }
-        for _ in 0..rng.gen_range(0..3) {
-            add("genre", Value::Str(pick(rng, GENRES)));
-        }
-        for (key, p, max) in [
-            ("tracknr", 0.8, 12),
-            ("partofset", 0.3, 3),
-            ("year", 0.5, 4),
-            ("timesplayed", 0.5, 9),
-            ("duration", 0.7, 400_000),
-            ("compilation", 0.1, 1),
-        ] {
-            if rng.gen_bool(p) {
-                add(key, Value::Int(rng.gen_range(0..=max)));
-            }
-        }
-        if rng.gen_bool(0.8) {
-            add("title", Value::Str(format!("t{}", rng.gen_range(0..5))));
-        }
-        if rng.gen_bool(0.2) {
-            add("discsubtitle", Value::Str(pick(rng, ALBUMS)));
-        }
-        if rng.gen_bool(0.2) {
-            add("albumartistsort", Value::Str(pick(rng, ARTISTS)));
-        }
-        ops
-    }
-
-    /// Replaces entry `id`'s properties with a random song's.
-    fn rewrite(db: &Db, rng: &mut StdRng, id: u32, path: &str) {
-        let mut ops = if db.read().contains(id) {
-            vec![Op::DeleteEntry(id), Op::CreateEntry(id)]
-        } else {
-            vec![Op::CreateEntry(id)]
-        };
-        ops.extend(song_ops(rng, id, path));
-        db.commit(ops).unwrap();
-    }
 
     /// The catalog `cat` brought up to date with the entries changed
     /// since `since`.
