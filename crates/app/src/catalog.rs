@@ -24,6 +24,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use spindle_query::SourcePref;
 use spindle_store::{Library, ValueRef};
@@ -209,7 +210,8 @@ pub struct Artist {
 /// Songs, albums and artists of one library snapshot.
 #[derive(Debug, Default, PartialEq)]
 pub struct Catalog {
-    pub songs: Vec<Song>,
+    /// Shared between a catalog and the next one made from it.
+    pub songs: Vec<Arc<Song>>,
     pub albums: Vec<Album>,
     /// Album artists, by sort name caselessly.
     pub artists: Vec<Artist>,
@@ -218,7 +220,6 @@ pub struct Catalog {
     pub song_artists: Vec<Artist>,
     /// The leading words left out of sort names.
     pub ignored_articles: Vec<String>,
-    song_by_id: HashMap<u32, usize>,
     album_by_id: HashMap<String, usize>,
     artist_by_id: HashMap<String, usize>,
     song_artist_by_id: HashMap<String, usize>,
@@ -414,7 +415,7 @@ impl Catalog {
     /// artists.
     pub(crate) fn from_songs(songs: Vec<Song>, ignored_articles: Vec<String>) -> Catalog {
         let mut cat = Catalog {
-            songs,
+            songs: songs.into_iter().map(Arc::new).collect(),
             ignored_articles,
             ..Catalog::default()
         };
@@ -446,12 +447,6 @@ impl Catalog {
             .map(|(n, a)| (a.id.clone(), n))
             .collect();
         self.cluster_artists();
-        self.song_by_id = self
-            .songs
-            .iter()
-            .enumerate()
-            .map(|(n, s)| (s.id, n))
-            .collect();
     }
 
     /// Album artists from the albums (an album with several is listed
@@ -566,12 +561,13 @@ impl Catalog {
             return None;
         }
         let n: u32 = id.parse().ok()?;
-        self.song_by_id.get(&n).map(|&i| &self.songs[i])
+        self.song_by_entry(n)
     }
 
     /// Index into [`Catalog::songs`] of an entry id.
     pub fn song_index(&self, id: u32) -> Option<usize> {
-        self.song_by_id.get(&id).copied()
+        // Songs are in entry id order.
+        self.songs.binary_search_by_key(&id, |s| s.id).ok()
     }
 
     pub fn album_index(&self, id: &str) -> Option<usize> {
@@ -583,7 +579,7 @@ impl Catalog {
     }
 
     pub fn song_by_entry(&self, id: u32) -> Option<&Song> {
-        self.song_by_id.get(&id).map(|&i| &self.songs[i])
+        self.song_index(id).map(|i| &*self.songs[i])
     }
 
     pub fn album(&self, id: &str) -> Option<&Album> {
@@ -606,7 +602,11 @@ impl Catalog {
 /// The album of `members` (indexes into `songs`, ascending, every one
 /// with the same album id): named after the first, its aggregates in
 /// song order, its songs by disc and track; `None` without members.
-pub(crate) fn album_of(songs: &[Song], members: &[usize], articles: &[String]) -> Option<Album> {
+pub(crate) fn album_of(
+    songs: &[Arc<Song>],
+    members: &[usize],
+    articles: &[String],
+) -> Option<Album> {
     let first = &songs[*members.first()?];
     let sort = first
         .sort_album

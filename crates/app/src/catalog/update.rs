@@ -6,6 +6,7 @@
 //! same albums (ids, order, aggregates) and artists.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use super::{album_of, Catalog, Song};
 
@@ -15,7 +16,7 @@ impl Catalog {
     /// in place of their old versions.
     pub fn updated(&self, changed: Vec<(u32, Option<Song>)>) -> Catalog {
         let old = &self.songs;
-        let mut songs: Vec<Song> = Vec::with_capacity(old.len() + changed.len());
+        let mut songs: Vec<Arc<Song>> = Vec::with_capacity(old.len() + changed.len());
         // Old index -> new index of each song kept as it was.
         let mut moved: Vec<usize> = vec![usize::MAX; old.len()];
         // Albums that lost or gained a song, and the new songs by album.
@@ -51,7 +52,7 @@ impl Catalog {
                     .entry(song.album_id.clone())
                     .or_default()
                     .push(songs.len());
-                songs.push(song);
+                songs.push(Arc::new(song));
             }
         }
 
