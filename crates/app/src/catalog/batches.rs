@@ -16,7 +16,7 @@ use spindle_store::{ChangeStamp, Db};
 use super::{read_songs, Song};
 
 /// Entries read under one hold of the library's lock.
-pub const BATCH: usize = 256;
+pub const BATCH: usize = 128;
 
 /// Rounds of reading again what changed meanwhile before the rest is
 /// read under one hold, however long (commits faster than the reading).
@@ -33,8 +33,9 @@ pub struct Read {
     /// The library's entries and property values then.
     pub entries: usize,
     pub properties: usize,
-    /// The longest hold of the library's lock.
+    /// The longest hold of the library's lock, and all of them together.
     pub longest_hold: Duration,
+    pub held: Duration,
     pub holds: usize,
 }
 
@@ -66,6 +67,7 @@ fn read_with(
     let mut pending = ids;
     let mut mark = since;
     let mut longest_hold = Duration::ZERO;
+    let mut held_all = Duration::ZERO;
     let mut holds = 0;
     let mut rounds = 0;
     loop {
@@ -80,6 +82,7 @@ fn read_with(
                 let stamp = lib.change_stamp();
                 let (entries, properties) = (lib.len(), lib.prop_count());
                 longest_hold = longest_hold.max(held.elapsed());
+                held_all += held.elapsed();
                 drop(lib);
                 return Some(Read {
                     songs: out.into_iter().collect(),
@@ -87,6 +90,7 @@ fn read_with(
                     entries,
                     properties,
                     longest_hold,
+                    held: held_all,
                     holds,
                 });
             }
@@ -97,6 +101,7 @@ fn read_with(
         out.extend(read_songs(&lib, &pending, roots, articles));
         pending = rest;
         longest_hold = longest_hold.max(held.elapsed());
+        held_all += held.elapsed();
         drop(lib);
         between();
     }

@@ -54,13 +54,14 @@ fn measure_a_full_build_against_an_update_of_a_thousand_songs() {
         (lib.ids().collect(), lib.change_stamp())
     };
     let read = read_in_batches(&db, ids, since, &roots, &opts.ignored_articles).unwrap();
-    let (holds, longest) = (read.holds, read.longest_hold);
+    let (holds, longest, mean) = (read.holds, read.longest_hold, read.held / read.holds as u32);
     let songs = read.songs.into_iter().filter_map(|(_, s)| s).collect();
     let batched = Catalog::from_songs(songs, opts.ignored_articles.clone());
     eprintln!(
-        "full build in batches: {:.2} s, the lock held {holds} times, at most {:.1} ms",
+        "full build in batches: {:.2} s, the lock held {holds} times, at most {:.1} ms, {:.1} ms on average",
         secs(t),
-        longest.as_secs_f64() * 1000.0
+        longest.as_secs_f64() * 1000.0,
+        mean.as_secs_f64() * 1000.0
     );
     assert!(batched == whole);
 
