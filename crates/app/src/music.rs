@@ -639,4 +639,36 @@ mod tests {
         assert_eq!(probe.builds.load(Ordering::SeqCst), 1);
         m.stop_refresher();
     }
+
+    #[test]
+    fn a_request_after_a_large_rescan_gets_the_current_catalog_at_once_and_the_new_one_after_the_swap(
+    ) {
+        let probe = probe();
+        let (_dir, db, m) = started(&probe, CATALOG_TTL);
+        assert_eq!(m.catalog(&db).songs.len(), 2);
+        let many = WAIT_FOR_CHANGES as u32 + 1;
+        let mut ops = Vec::new();
+        for id in 3..3 + many {
+            ops.push(Op::CreateEntry(id));
+            ops.push(Op::AddProp {
+                entry: id,
+                key: "url".into(),
+                source: "server".into(),
+                value: Value::Str(format!("file://{ROOT}/C/{id}.flac")),
+            });
+        }
+        db.commit(ops).unwrap();
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        *lock(&probe.hold) = Some((entered_tx, release_rx));
+        let (tx, rx) = mpsc::channel();
+        let (m2, db2) = (m.clone(), db.clone());
+        std::thread::spawn(move || tx.send(m2.catalog(&db2).songs.len()).unwrap());
+        assert_eq!(rx.recv_timeout(PATIENCE), Ok(2));
+        entered.recv_timeout(PATIENCE).unwrap();
+        release.send(()).unwrap();
+        let all = 2 + many as usize;
+        eventually("the update's swap", || m.catalog(&db).songs.len() == all);
+        m.stop_refresher();
+    }
 }
