@@ -111,11 +111,20 @@ pub fn decode(bytes: &[u8], of: &SavedOf) -> Option<Vec<Song>> {
     r.0.is_empty().then_some(songs)
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename, so a
-/// crash leaves the old file or the new one.
+/// Writes `bytes` to `path` (readable by the owner only: it names every
+/// file and tag) through a temporary file and a rename, so a crash
+/// leaves the old file or the new one.
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(bytes)?;
     std::fs::rename(&tmp, path)
 }
 
@@ -431,5 +440,16 @@ mod tests {
         }
         assert_eq!(decode(&bytes[..bytes.len() - 1], &of()), None);
         assert_eq!(decode(&[], &of()), None);
+    }
+
+    #[test]
+    fn the_saved_file_is_the_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CATALOG_FILE);
+        write(&path, &encode(&cat(), &of())).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(decode(&std::fs::read(&path).unwrap(), &of()).is_some());
     }
 }
