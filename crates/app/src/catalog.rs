@@ -24,11 +24,24 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use spindle_query::SourcePref;
 use spindle_store::{Library, ValueRef};
 
 use crate::accounts::md5_hex;
+
+mod batches;
+mod build;
+#[cfg(test)]
+mod gen;
+#[cfg(test)]
+mod measure;
+pub mod saved;
+mod update;
+
+pub use batches::{read_in_batches, Read, BATCH};
+pub(crate) use build::{album_of, read_songs};
 
 /// The album artist of compilations that name none, and the name that
 /// marks an album as a compilation.
@@ -70,7 +83,7 @@ pub struct ReplayGain {
 }
 
 /// One playable track.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Song {
     pub id: u32,
     pub title: String,
@@ -154,7 +167,7 @@ pub struct Song {
     pub comment: Option<String>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Album {
     pub id: String,
     pub name: String,
@@ -185,7 +198,7 @@ pub struct Album {
     pub disc_titles: Vec<(i64, String)>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Artist {
     pub id: String,
     pub name: String,
@@ -197,9 +210,10 @@ pub struct Artist {
 }
 
 /// Songs, albums and artists of one library snapshot.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Catalog {
-    pub songs: Vec<Song>,
+    /// Shared between a catalog and the next one made from it.
+    pub songs: Vec<Arc<Song>>,
     pub albums: Vec<Album>,
     /// Album artists, by sort name caselessly.
     pub artists: Vec<Artist>,
@@ -208,7 +222,6 @@ pub struct Catalog {
     pub song_artists: Vec<Artist>,
     /// The leading words left out of sort names.
     pub ignored_articles: Vec<String>,
-    song_by_id: HashMap<u32, usize>,
     album_by_id: HashMap<String, usize>,
     artist_by_id: HashMap<String, usize>,
     song_artist_by_id: HashMap<String, usize>,
@@ -392,109 +405,50 @@ impl Catalog {
 
     /// [`Catalog::build`] with `opts`.
     pub fn build_with(lib: &Library, roots: &[PathBuf], opts: &CatalogOptions) -> Catalog {
-        let pref = SourcePref::default();
         let ids: Vec<u32> = lib.ids().collect();
-        let rows = lib.fetch_rows(&ids, FIELDS, &pref);
+        let songs = read_songs(lib, &ids, roots, &opts.ignored_articles)
+            .into_iter()
+            .filter_map(|(_, s)| s)
+            .collect();
+        Catalog::from_songs(songs, opts.ignored_articles.clone())
+    }
+
+    /// The catalog of `songs` (ascending by id): their albums and
+    /// artists.
+    pub(crate) fn from_songs(songs: Vec<Song>, ignored_articles: Vec<String>) -> Catalog {
         let mut cat = Catalog {
-            ignored_articles: opts.ignored_articles.clone(),
+            songs: songs.into_iter().map(Arc::new).collect(),
+            ignored_articles,
             ..Catalog::default()
         };
-        for (id, cells) in ids.iter().zip(&rows) {
-            let row = Row {
-                lib,
-                pref: &pref,
-                id: *id,
-                cells,
-            };
-            if let Some(song) = read_song(&row, roots, &cat.ignored_articles) {
-                cat.songs.push(song);
-            }
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut group_of: HashMap<&str, usize> = HashMap::new();
+        for (n, song) in cat.songs.iter().enumerate() {
+            let g = *group_of.entry(song.album_id.as_str()).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[g].push(n);
         }
-        cat.cluster_albums();
-        cat.cluster_artists();
-        cat.song_by_id = cat
-            .songs
+        let albums = groups
             .iter()
-            .enumerate()
-            .map(|(n, s)| (s.id, n))
+            .filter_map(|members| album_of(&cat.songs, members, &cat.ignored_articles))
             .collect();
+        cat.albums = albums;
+        cat.finish();
         cat
     }
 
-    /// Albums from the songs.
-    fn cluster_albums(&mut self) {
-        let articles = &self.ignored_articles;
-        for (n, song) in self.songs.iter().enumerate() {
-            let idx = *self
-                .album_by_id
-                .entry(song.album_id.clone())
-                .or_insert_with(|| {
-                    let sort = song
-                        .sort_album
-                        .clone()
-                        .unwrap_or_else(|| sort_name(&song.album, articles).to_owned());
-                    self.albums.push(Album {
-                        id: song.album_id.clone(),
-                        name: song.album.clone(),
-                        artist: song.display_album_artist.clone(),
-                        artist_id: song.artist_id.clone(),
-                        songs: Vec::new(),
-                        year: None,
-                        genre: None,
-                        created: i64::MAX,
-                        duration: 0,
-                        play_count: 0,
-                        last_played: 0,
-                        artists: song.album_artists.clone(),
-                        genres: Vec::new(),
-                        moods: Vec::new(),
-                        labels: Vec::new(),
-                        release_types: Vec::new(),
-                        compilation: false,
-                        sort_name: sort,
-                        mbid: None,
-                        original_date: None,
-                        disc_titles: Vec::new(),
-                    });
-                    self.albums.len() - 1
-                });
-            let a = &mut self.albums[idx];
-            a.songs.push(n);
-            a.year = a.year.or(song.year);
-            a.genre = a.genre.take().or_else(|| song.genre.clone());
-            a.created = a.created.min(song.added);
-            a.duration += song.duration.unwrap_or(0);
-            a.play_count += song.play_count;
-            a.last_played = a.last_played.max(song.last_played);
-            union(&mut a.genres, &song.genres);
-            union(&mut a.moods, &song.moods);
-            union(&mut a.labels, &song.labels);
-            union(&mut a.release_types, &song.release_types);
-            a.compilation |= song.compilation;
-            if a.mbid.is_none() {
-                a.mbid.clone_from(&song.album_mbid);
-            }
-            if a.original_date.is_none() {
-                a.original_date.clone_from(&song.original_date);
-            }
-            if let (Some(disc), Some(title)) = (song.disc, &song.disc_subtitle) {
-                if !a.disc_titles.iter().any(|(d, _)| *d == disc) {
-                    a.disc_titles.push((disc, title.clone()));
-                }
-            }
-        }
-        let songs = &self.songs;
-        for a in &mut self.albums {
-            a.songs.sort_by_key(|&n| {
-                let s = &songs[n];
-                (
-                    s.disc.unwrap_or(1),
-                    s.track.unwrap_or(i64::MAX),
-                    s.title.clone(),
-                )
-            });
-            a.disc_titles.sort();
-        }
+    /// The lookups and the artists, once the songs and albums (in the
+    /// order of their first song) are there.
+    pub(crate) fn finish(&mut self) {
+        self.album_by_id = self
+            .albums
+            .iter()
+            .enumerate()
+            .map(|(n, a)| (a.id.clone(), n))
+            .collect();
+        self.cluster_artists();
     }
 
     /// Album artists from the albums (an album with several is listed
@@ -556,14 +510,21 @@ impl Catalog {
         let mut others: Vec<Artist> = Vec::new();
         let mut other_idx: HashMap<String, usize> = HashMap::new();
         let mut seen: HashSet<(usize, usize)> = HashSet::new();
+        // An artist's id is a hash: one per name, not per song.
+        let mut ids: HashMap<&str, Option<String>> = HashMap::new();
         for (n, al) in self.albums.iter().enumerate() {
             for &s in &al.songs {
                 let song = &self.songs[s];
                 for (k, name) in song.artists.iter().enumerate() {
-                    let id = artist_id(name);
-                    if self.artist_by_id.contains_key(&id) {
+                    let Some(id) = ids
+                        .entry(name.as_str())
+                        .or_insert_with(|| {
+                            Some(artist_id(name)).filter(|id| !self.artist_by_id.contains_key(id))
+                        })
+                        .clone()
+                    else {
                         continue;
-                    }
+                    };
                     let idx = *other_idx.entry(id.clone()).or_insert_with(|| {
                         let sort = match (&song.sort_artist, k) {
                             (Some(s), 0) if song.artists.len() == 1 => s.clone(),
@@ -602,12 +563,13 @@ impl Catalog {
             return None;
         }
         let n: u32 = id.parse().ok()?;
-        self.song_by_id.get(&n).map(|&i| &self.songs[i])
+        self.song_by_entry(n)
     }
 
     /// Index into [`Catalog::songs`] of an entry id.
     pub fn song_index(&self, id: u32) -> Option<usize> {
-        self.song_by_id.get(&id).copied()
+        // Songs are in entry id order.
+        self.songs.binary_search_by_key(&id, |s| s.id).ok()
     }
 
     pub fn album_index(&self, id: &str) -> Option<usize> {
@@ -619,7 +581,7 @@ impl Catalog {
     }
 
     pub fn song_by_entry(&self, id: u32) -> Option<&Song> {
-        self.song_by_id.get(&id).map(|&i| &self.songs[i])
+        self.song_index(id).map(|i| &*self.songs[i])
     }
 
     pub fn album(&self, id: &str) -> Option<&Album> {

@@ -121,7 +121,7 @@ impl LovedSet {
         }
         cat.songs
             .iter()
-            .filter_map(|s| self.song(s).map(|t| (s, t)))
+            .filter_map(|s| self.song(s).map(|t| (&**s, t)))
             .collect()
     }
 }

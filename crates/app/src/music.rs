@@ -4,37 +4,45 @@
 //! stars and playlists, whether a user's listening history is public). A
 //! field of the server's state; it holds no request state of its own.
 //!
-//! The catalog is built from the whole library (seconds at 100,000
-//! tracks), so requests never wait for a rebuild they do not need:
+//! The catalog is kept current without making requests wait for it
+//! (`docs/catalog.md`): the refresher thread ([`Music::start_refresher`])
+//! reads the entries changed since the served catalog, in small batches
+//! of the library's lock, and swaps the updated catalog in; requests get
+//! the current catalog meanwhile. A request waits only for the first
+//! catalog, and for the update that brings in a few added or removed
+//! entries or properties (an upload, a tag edit; see
+//! [`Music::catalog`]). Changed values alone (play counts) are brought
+//! in at most every [`CATALOG_TTL`]. A reported rescan ([`Music::library_changed`])
+//! waits for its update on the scan's own thread, so requests after a
+//! scan find it made.
 //!
-//! - New or removed entries or properties (an upload, a tag edit) and a
-//!   reported rescan ([`Music::library_changed`]) are seen by the next
-//!   request, which waits for the catalog of the changed library (a
-//!   rescan's own thread waits for it, so requests after a scan do not).
-//! - Changed values with the same counts (the play counts the linker
-//!   writes after scrobbles) are looked for at most every
-//!   [`CATALOG_TTL`]; the catalog is rebuilt on the refresher thread
-//!   ([`Music::start_refresher`]) while requests keep getting the current
-//!   one, and swapped in when ready. A library whose log did not grow
-//!   since is not rebuilt at all.
-//!
-//! One build runs at a time. Without a refresher thread (a `Music` used
+//! One refresh runs at a time. Without a refresher thread (a `Music` used
 //! on its own, or after [`Music::stop_refresher`]) the request that finds
-//! the catalog out of date rebuilds it itself.
+//! the catalog out of date updates it itself.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
 use spindle_media::{MusicRoot, OpenRefused};
-use spindle_store::{Db, Library};
+use spindle_store::Db;
 
 use crate::accounts::Accounts;
-use crate::catalog::{Catalog, Song};
+use crate::catalog::{Catalog, CatalogOptions, Song};
 use crate::sync::lock;
 use crate::userdata::{UserData, UserDataError, USERDATA_DIR};
+
+mod cache;
+mod saved;
+
+use cache::Cache;
+
+/// Changed entries a request waits for when entries or properties were
+/// added or removed (an upload, a tag edit: its caller expects to see
+/// it); more are brought in behind it while it gets the current catalog.
+pub const WAIT_FOR_CHANGES: usize = 1_000;
 
 /// Why the music side could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -57,8 +65,8 @@ pub struct Music {
     folders: Vec<MusicRoot>,
     /// The catalog and how up to date it is, shared with the refresher.
     cache: Arc<Cache>,
-    /// The refresher thread, while it runs.
-    refresher: Mutex<Option<JoinHandle<()>>>,
+    /// The refresher thread and its library, while it runs.
+    refresher: Mutex<Option<(JoinHandle<()>, Arc<Db>)>>,
     pub userdata: UserData,
     /// The storage tiers, when `[tiers]` is configured: streams go
     /// through them instead of straight to the music folder.
@@ -68,7 +76,7 @@ pub struct Music {
 /// How long a catalog is served before the library is looked at again
 /// for changed values (the play counts the linker writes after
 /// scrobbles, which "frequent" and "recent" lists show): they appear
-/// this long after the scrobble, plus a rebuild's time.
+/// this long after the scrobble, plus an update's time.
 pub const CATALOG_TTL: Duration = Duration::from_secs(10);
 
 impl Music {
@@ -92,9 +100,11 @@ impl Music {
                 })
             })
             .collect::<Result<_, _>>()?;
+        let mut cache = Cache::new(canon.clone(), CatalogOptions::default());
+        cache.saved = Some(data_dir.join(crate::catalog::saved::CATALOG_FILE));
         Ok(Music {
             folders,
-            cache: Arc::new(Cache::new(canon.clone())),
+            cache: Arc::new(cache),
             roots: canon,
             refresher: Mutex::new(None),
             userdata: UserData::open(Some(&data_dir.join(USERDATA_DIR)))?,
@@ -108,7 +118,7 @@ impl Music {
         Music {
             folders: Vec::new(),
             roots: Vec::new(),
-            cache: Arc::new(Cache::new(Vec::new())),
+            cache: Arc::new(Cache::new(Vec::new(), CatalogOptions::default())),
             refresher: Mutex::new(None),
             userdata: UserData::in_memory(),
             tiers: None,
@@ -119,13 +129,9 @@ impl Music {
     /// Builds catalogs with `opts` (the sort-name articles of the server
     /// config) instead of the defaults. Call before the first catalog.
     pub fn with_catalog_options(mut self, opts: crate::catalog::CatalogOptions) -> Music {
-        let roots = self.cache.roots.clone();
-        self.cache = Arc::new(Cache::with_builder(
-            roots,
-            Box::new(move |lib: &Library, roots: &[PathBuf]| {
-                Catalog::build_with(lib, roots, &opts)
-            }),
-        ));
+        let mut cache = Cache::new(self.cache.roots.clone(), opts);
+        cache.saved.clone_from(&self.cache.saved);
+        self.cache = Arc::new(cache);
         self
     }
 
@@ -171,35 +177,52 @@ impl Music {
         self.cache.refresh(None, None);
     }
 
-    /// The catalog of the library: the current one, unless entries or
-    /// properties were added or removed or a rescan was reported since
-    /// it was built, when this waits for the new one. Every
-    /// [`CATALOG_TTL`] it asks for a check of changed values, which
-    /// happens on the refresher thread when one runs (this returns the
-    /// current catalog meanwhile), else here. Call from a blocking
-    /// thread.
+    /// The catalog of the library. The current one when the library did
+    /// not change since it was made, or changed only in values (play
+    /// counts) for less than [`CATALOG_TTL`]; when it did, the current
+    /// one too while the refresher thread brings it up to date, unless entries or
+    /// properties were added or removed (an upload, a tag edit) by at
+    /// most [`WAIT_FOR_CHANGES`] changed entries: then this waits for
+    /// that update (a read of those entries, not of the library). Before
+    /// the first catalog, this waits for it. Without a refresher thread
+    /// (a `Music` used on its own, or after [`Music::stop_refresher`])
+    /// the request that finds the catalog out of date updates it itself.
+    /// Call from a blocking thread.
     pub fn catalog(&self, db: &Db) -> Arc<Catalog> {
-        let stamp = self.cache.stamp(&db.read());
-        {
-            let mut s = lock(&self.cache.slot);
-            if let Some(b) = s.current.as_ref().filter(|b| b.stamp == stamp) {
-                let cat = b.cat.clone();
-                if b.checked.elapsed() < self.cache.ttl {
-                    return cat;
-                }
-                if s.refresher {
-                    if !s.building && !s.wanted {
-                        s.wanted = true;
-                        self.cache.changed.notify_all();
-                    }
-                    return cat;
-                }
-                // Time for a check, and no thread to make it.
-                drop(s);
-                return self.cache.refresh(Some(db), None);
-            }
+        let lib = db.read();
+        let stamp = self.cache.stamp(&lib);
+        let mut s = lock(&self.cache.slot);
+        let Some(b) = s.current.as_ref() else {
+            drop((s, lib));
+            return self.cache.refresh(Some(db), Some(stamp));
+        };
+        if b.stamp == stamp {
+            return b.cat.clone();
         }
-        self.cache.refresh(Some(db), Some(stamp))
+        let counts = (stamp.entries, stamp.properties) != (b.stamp.entries, b.stamp.properties);
+        let wait = counts
+            && b.stamp.version == stamp.version
+            && lib
+                .changed_since(b.stamp.changes)
+                .is_some_and(|ids| ids.len() <= WAIT_FOR_CHANGES);
+        drop(lib);
+        if wait {
+            drop(s);
+            return self.cache.refresh(Some(db), Some(stamp));
+        }
+        // Changed values alone (the play counts the linker writes after
+        // scrobbles) are brought in at most every `ttl`: each new
+        // catalog costs its views again.
+        if !counts && b.stamp.version == stamp.version && b.checked.elapsed() < self.cache.ttl {
+            return b.cat.clone();
+        }
+        if s.refresher {
+            let cat = b.cat.clone();
+            self.cache.ask(&mut s);
+            return cat;
+        }
+        drop(s);
+        self.cache.refresh(Some(db), None)
     }
 
     /// The catalog as last built, if no rescan was reported since and it
@@ -217,27 +240,30 @@ impl Music {
 
     /// Starts the refresher thread over `db`, which builds the first
     /// catalog at once and then every one asked for, one at a time, off
-    /// the requests' threads. Stopped and joined by
-    /// [`Music::stop_refresher`] (and when the `Music` is dropped). A
-    /// thread that cannot be started is logged; requests then rebuild
-    /// the catalog themselves.
+    /// the requests' threads. Before it starts, the catalog saved at the
+    /// last stop is loaded when it is of the library as it opened (the
+    /// thread then brings in only what changed since). Stopped and
+    /// joined by [`Music::stop_refresher`] (and when the `Music` is
+    /// dropped), which saves the catalog. A thread that cannot be started
+    /// is logged; requests then rebuild the catalog themselves.
     pub fn start_refresher(&self, db: Arc<Db>) {
         let mut slot = lock(&self.refresher);
         if slot.is_some() {
             return;
         }
+        let loaded = lock(&self.cache.slot).current.is_none() && self.cache.load_saved(&db);
         {
             let mut s = lock(&self.cache.slot);
             s.stopping = false;
             s.refresher = true;
-            s.wanted = s.current.is_none();
+            s.wanted = s.current.is_none() || loaded;
         }
-        let cache = self.cache.clone();
+        let (cache, on) = (self.cache.clone(), db.clone());
         match std::thread::Builder::new()
             .name("spindle-catalog".into())
-            .spawn(move || cache.run(&db))
+            .spawn(move || cache.run(&on))
         {
-            Ok(t) => *slot = Some(t),
+            Ok(t) => *slot = Some((t, db)),
             Err(e) => {
                 lock(&self.cache.slot).refresher = false;
                 tracing::warn!(
@@ -248,8 +274,10 @@ impl Music {
     }
 
     /// Stops the refresher thread after the build it is running, and
-    /// joins it; requests then rebuild the catalog themselves. Blocks:
-    /// call from a blocking thread.
+    /// joins it; requests then rebuild the catalog themselves. Then saves
+    /// the catalog, brought up to date, for the next start (when the
+    /// music side has a data directory). Blocks: call from a blocking
+    /// thread.
     pub fn stop_refresher(&self) {
         let t = lock(&self.refresher).take();
         {
@@ -258,10 +286,11 @@ impl Music {
             s.refresher = false;
             self.cache.changed.notify_all();
         }
-        if let Some(t) = t {
+        if let Some((t, db)) = t {
             if t.join().is_err() {
                 tracing::error!("the catalog thread panicked");
             }
+            self.cache.save(&db);
         }
     }
 
@@ -322,190 +351,6 @@ impl Drop for Music {
     }
 }
 
-/// Builds a catalog of a library over music folders.
-type Builder = dyn Fn(&Library, &[PathBuf]) -> Catalog + Send + Sync;
-
-/// What a catalog was built from, as cheap to read as a request can
-/// afford: a different stamp means the catalog is out of date.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    /// Rescans reported ([`Music::library_changed`]).
-    version: u64,
-    entries: usize,
-    properties: usize,
-}
-
-/// The library's log file as last seen: its length and modification
-/// time. Every commit appends to the log, so while it stays the same the
-/// library does (a compaction starts a new log, which reads as a
-/// change). `None` when it cannot be read: then every check rebuilds.
-type LogStamp = Option<(u64, SystemTime)>;
-
-fn log_stamp(db: &Db) -> LogStamp {
-    let m = std::fs::metadata(db.dir().join(spindle_store::LOG_FILE)).ok()?;
-    Some((m.len(), m.modified().ok()?))
-}
-
-/// A built catalog.
-struct Built {
-    stamp: Stamp,
-    log: LogStamp,
-    /// When the library was last found unchanged (or it was built).
-    checked: Instant,
-    cat: Arc<Catalog>,
-}
-
-/// What the cache is doing.
-#[derive(Default)]
-struct Slot {
-    current: Option<Built>,
-    /// The refresher thread is asked to bring the catalog up to date.
-    wanted: bool,
-    /// A refresh runs (one at a time).
-    building: bool,
-    /// Refreshes started and finished so far: a caller that needs the
-    /// library as it is now waits for one started after it asked.
-    started: u64,
-    finished: u64,
-    /// The refresher thread runs and takes requests for refreshes.
-    refresher: bool,
-    stopping: bool,
-}
-
-/// The catalog, shared by requests and the refresher thread.
-struct Cache {
-    roots: Vec<PathBuf>,
-    build: Box<Builder>,
-    /// [`CATALOG_TTL`], shorter in tests.
-    ttl: Duration,
-    /// Rescans reported.
-    version: AtomicU64,
-    slot: Mutex<Slot>,
-    /// Signals every change of `slot`.
-    changed: Condvar,
-}
-
-impl Cache {
-    fn new(roots: Vec<PathBuf>) -> Cache {
-        Cache::with_builder(roots, Box::new(Catalog::build))
-    }
-
-    fn with_builder(roots: Vec<PathBuf>, build: Box<Builder>) -> Cache {
-        Cache {
-            roots,
-            build,
-            ttl: CATALOG_TTL,
-            version: AtomicU64::new(0),
-            slot: Mutex::new(Slot::default()),
-            changed: Condvar::new(),
-        }
-    }
-
-    fn stamp(&self, lib: &Library) -> Stamp {
-        Stamp {
-            version: self.version.load(Ordering::SeqCst),
-            entries: lib.len(),
-            properties: lib.prop_count(),
-        }
-    }
-
-    fn wait<'a>(&self, s: MutexGuard<'a, Slot>) -> MutexGuard<'a, Slot> {
-        self.changed.wait(s).unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Waits until a refresh started after this call has finished, or
-    /// until the catalog is one of the library as `need` stamps it (a
-    /// refresh already running may build that one), on the refresher
-    /// thread when it runs, else here (over `db`; without one, returns at
-    /// once), and returns the catalog then current.
-    fn refresh(&self, db: Option<&Db>, need: Option<Stamp>) -> Arc<Catalog> {
-        let mut s = lock(&self.slot);
-        let target = s.started + 1;
-        while s.finished < target
-            && !(need.is_some() && s.current.as_ref().map(|b| b.stamp) == need)
-        {
-            if s.refresher {
-                s.wanted = true;
-                self.changed.notify_all();
-                s = self.wait(s);
-            } else if s.building {
-                s = self.wait(s);
-            } else if let Some(db) = db {
-                s.building = true;
-                s.started += 1;
-                drop(s);
-                self.bring_up_to_date(db);
-                s = lock(&self.slot);
-            } else {
-                break;
-            }
-        }
-        s.current
-            .as_ref()
-            .map_or_else(|| Arc::new(Catalog::default()), |b| b.cat.clone())
-    }
-
-    /// The refresher thread: a refresh whenever one is asked for, until
-    /// stopped.
-    fn run(&self, db: &Db) {
-        loop {
-            let mut s = lock(&self.slot);
-            // Until stopped, or asked while no refresh runs.
-            while !s.stopping && (!s.wanted || s.building) {
-                s = self.wait(s);
-            }
-            if s.stopping {
-                return;
-            }
-            s.wanted = false;
-            s.building = true;
-            s.started += 1;
-            drop(s);
-            self.bring_up_to_date(db);
-        }
-    }
-
-    /// Rebuilds the catalog if the library changed since the current one
-    /// was built (else marks it checked), then swaps it in and ends the
-    /// refresh the caller started (`building` set).
-    fn bring_up_to_date(&self, db: &Db) {
-        let lib = db.read();
-        let stamp = self.stamp(&lib);
-        let log = log_stamp(db);
-        let unchanged = lock(&self.slot)
-            .current
-            .as_ref()
-            .is_some_and(|b| b.stamp == stamp && b.log.is_some() && b.log == log);
-        let cat = (!unchanged).then(|| {
-            let started = Instant::now();
-            let cat = (self.build)(&lib, &self.roots);
-            tracing::debug!(
-                "catalog of {} songs built in {:.2} s",
-                cat.songs.len(),
-                started.elapsed().as_secs_f64()
-            );
-            Arc::new(cat)
-        });
-        drop(lib);
-        let mut s = lock(&self.slot);
-        match (cat, s.current.as_mut()) {
-            (Some(cat), _) => {
-                s.current = Some(Built {
-                    stamp,
-                    log,
-                    checked: Instant::now(),
-                    cat,
-                });
-            }
-            (None, Some(b)) => b.checked = Instant::now(),
-            (None, None) => {}
-        }
-        s.building = false;
-        s.finished = s.started;
-        self.changed.notify_all();
-    }
-}
-
 /// Whether `viewer` (the caller's authenticated user, if any) may read
 /// `owner`'s listening history: the owner always, anyone else only when
 /// the owner made it public; nobody when there is no such user. The
@@ -538,6 +383,7 @@ pub fn log_refused(e: &OpenRefused) {
 mod tests {
     use std::sync::atomic::AtomicUsize;
     use std::sync::mpsc;
+    use std::time::Instant;
 
     use spindle_query::Value;
     use spindle_store::Op;
@@ -560,20 +406,25 @@ mod tests {
         hold: Mutex<Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>>,
     }
 
-    /// A `Music` over [`ROOT`] (nothing read from it) whose catalog
-    /// builds go through `probe`, checked every `ttl`.
-    fn music(probe: &Arc<Probe>, ttl: Duration) -> Music {
+    /// A catalog cache over [`ROOT`] (nothing read from it) whose new
+    /// catalogs go through `probe`, checked every `ttl`.
+    fn cache(probe: &Arc<Probe>, ttl: Duration) -> Cache {
         let p = probe.clone();
-        let build: Box<Builder> = Box::new(move |lib, roots| {
+        let mut cache = Cache::new(vec![PathBuf::from(ROOT)], CatalogOptions::default());
+        cache.hook = Box::new(move || {
             if let Some((entered, release)) = lock(&p.hold).take() {
                 entered.send(()).unwrap();
                 release.recv().unwrap();
             }
             p.builds.fetch_add(1, Ordering::SeqCst);
-            Catalog::build(lib, roots)
         });
-        let mut cache = Cache::with_builder(vec![PathBuf::from(ROOT)], build);
         cache.ttl = ttl;
+        cache
+    }
+
+    /// A `Music` over [`cache`].
+    fn music(probe: &Arc<Probe>, ttl: Duration) -> Music {
+        let cache = cache(probe, ttl);
         let mut m = Music::none();
         m.cache = Arc::new(cache);
         m
@@ -721,5 +572,103 @@ mod tests {
         m.library_changed();
         assert_eq!(m.catalog(&db).songs.len(), 2);
         assert_eq!(probe.builds.load(Ordering::SeqCst), 3);
+    }
+
+    /// A [`music`] through `probe` whose catalog is saved in `dir`.
+    fn saving(probe: &Arc<Probe>, dir: &Path) -> Music {
+        let mut cache = cache(probe, CATALOG_TTL);
+        cache.saved = Some(dir.join(crate::catalog::saved::CATALOG_FILE));
+        let mut m = Music::none();
+        m.cache = Arc::new(cache);
+        m
+    }
+
+    #[test]
+    fn a_start_serves_the_catalog_saved_at_the_last_stop_without_building_one() {
+        let (dir, db) = testlib::library(ROWS);
+        let first = probe();
+        let m = saving(&first, dir.path());
+        let db = Arc::new(db);
+        m.start_refresher(db.clone());
+        assert_eq!(plays(&m.catalog(&db)), 0);
+        play(&db, 6);
+        m.stop_refresher();
+        assert_eq!(plays(&m.catalog(&db)), 6);
+        drop((m, db));
+
+        let db = Arc::new(Db::open(dir.path()).unwrap());
+        let probe = probe();
+        // A build would wait for the release that never comes.
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        *lock(&probe.hold) = Some((entered_tx, release_rx));
+        let m = Arc::new(saving(&probe, dir.path()));
+        m.start_refresher(db.clone());
+        let (tx, rx) = mpsc::channel();
+        let (m2, db2) = (m.clone(), db.clone());
+        std::thread::spawn(move || {
+            let cat = m2.catalog(&db2);
+            tx.send((cat.songs.len(), plays(&cat))).unwrap();
+        });
+        assert_eq!(rx.recv_timeout(PATIENCE), Ok((2, 6)));
+        assert!(entered.recv_timeout(Duration::from_millis(200)).is_err());
+        assert_eq!(probe.builds.load(Ordering::SeqCst), 0);
+        *lock(&probe.hold) = None;
+        drop(release);
+        m.stop_refresher();
+    }
+
+    #[test]
+    fn a_saved_catalog_of_a_library_changed_since_is_not_served() {
+        let (dir, db) = testlib::library(ROWS);
+        let m = saving(&probe(), dir.path());
+        let db = Arc::new(db);
+        m.start_refresher(db.clone());
+        m.catalog(&db);
+        m.stop_refresher();
+        drop(m);
+        // Changed while no server ran (a `spindle db` edit).
+        play(&db, 9);
+        drop(db);
+
+        let db = Arc::new(Db::open(dir.path()).unwrap());
+        let probe = probe();
+        let m = saving(&probe, dir.path());
+        m.start_refresher(db.clone());
+        assert_eq!(plays(&m.catalog(&db)), 9);
+        assert_eq!(probe.builds.load(Ordering::SeqCst), 1);
+        m.stop_refresher();
+    }
+
+    #[test]
+    fn a_request_after_a_large_rescan_gets_the_current_catalog_at_once_and_the_new_one_after_the_swap(
+    ) {
+        let probe = probe();
+        let (_dir, db, m) = started(&probe, CATALOG_TTL);
+        assert_eq!(m.catalog(&db).songs.len(), 2);
+        let many = WAIT_FOR_CHANGES as u32 + 1;
+        let mut ops = Vec::new();
+        for id in 3..3 + many {
+            ops.push(Op::CreateEntry(id));
+            ops.push(Op::AddProp {
+                entry: id,
+                key: "url".into(),
+                source: "server".into(),
+                value: Value::Str(format!("file://{ROOT}/C/{id}.flac")),
+            });
+        }
+        db.commit(ops).unwrap();
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        *lock(&probe.hold) = Some((entered_tx, release_rx));
+        let (tx, rx) = mpsc::channel();
+        let (m2, db2) = (m.clone(), db.clone());
+        std::thread::spawn(move || tx.send(m2.catalog(&db2).songs.len()).unwrap());
+        assert_eq!(rx.recv_timeout(PATIENCE), Ok(2));
+        entered.recv_timeout(PATIENCE).unwrap();
+        release.send(()).unwrap();
+        let all = 2 + many as usize;
+        eventually("the update's swap", || m.catalog(&db).songs.len() == all);
+        m.stop_refresher();
     }
 }

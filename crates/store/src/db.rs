@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock, RwLockReadGuard};
 
+use crate::changes::Position;
 use crate::error::{CommitError, CompactError, OpenError};
 use crate::log::{self, LogWriter, ReadError};
 use crate::model::Library;
@@ -62,6 +63,8 @@ pub struct Db {
     pub(crate) poisoned: AtomicBool,
     _lock: Option<File>,
     report: OpenReport,
+    /// Where the library stood once opened.
+    opened: Position,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> OpenError + '_ {
@@ -139,6 +142,13 @@ impl Db {
             })
         };
         let next_id = lib.next_id();
+        let opened = Position {
+            generation,
+            seq,
+            entries: lib.len(),
+            properties: lib.prop_count(),
+            changes: lib.change_stamp(),
+        };
         report.elapsed = started.elapsed();
         Ok(Db {
             dir: dir.to_owned(),
@@ -150,6 +160,7 @@ impl Db {
             poisoned: AtomicBool::new(false),
             _lock: lock,
             report,
+            opened,
         })
     }
 
@@ -159,6 +170,29 @@ impl Db {
 
     pub fn open_report(&self) -> &OpenReport {
         &self.report
+    }
+
+    /// Where the library stood once opened (before any commit of this
+    /// process).
+    pub fn opened_at(&self) -> Position {
+        self.opened
+    }
+
+    /// Where the library stands now, every commit so far durable (the
+    /// log is flushed first; commits wait meanwhile).
+    pub fn position(&self) -> std::io::Result<Position> {
+        let lib = self.read();
+        if let Some(log) = &self.log {
+            log.flush()?;
+        }
+        let seq = *self.seq.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(Position {
+            generation: self.generation.load(Ordering::SeqCst),
+            seq,
+            entries: lib.len(),
+            properties: lib.prop_count(),
+            changes: lib.change_stamp(),
+        })
     }
 
     pub fn is_read_only(&self) -> bool {

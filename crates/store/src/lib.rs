@@ -35,6 +35,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod changes;
 mod check;
 mod codec;
 mod column;
@@ -58,6 +59,7 @@ mod ship;
 mod snapshot;
 pub mod text;
 
+pub use changes::{ChangeStamp, Position, CHANGES_KEPT};
 pub use db::{Db, OpenReport, Stats, DATA_FILE, LOCK_FILE, LOG_FILE};
 pub use engine::{Budget, Ids};
 pub use error::{CommitError, CompactError, OpenError, QueryError};

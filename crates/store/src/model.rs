@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use spindle_query::{SourcePref, Value};
 
+use crate::changes::{ChangeStamp, Changes};
 use crate::column::{Column, ColumnCache};
 use crate::error::CommitError;
 use crate::index::KeyIndex;
@@ -91,6 +92,8 @@ pub struct Library {
     pub(crate) collections: BTreeMap<String, String>,
     /// Best-value columns, a read cache kept current by [`Library::apply`].
     pub(crate) columns: ColumnCache,
+    /// Which entries changed lately.
+    pub(crate) changes: Changes,
 }
 
 impl Library {
@@ -138,6 +141,19 @@ impl Library {
 
     pub(crate) fn entry(&self, id: u32) -> Option<&[Prop]> {
         self.entries.get(id as usize).and_then(|e| e.as_deref())
+    }
+
+    /// Where this library's history of changes stands now.
+    pub fn change_stamp(&self) -> ChangeStamp {
+        self.changes.stamp()
+    }
+
+    /// The entries created, deleted or changed after `since`, ascending,
+    /// each once; `None` when `since` is of another library, or older
+    /// than the last [`CHANGES_KEPT`](crate::CHANGES_KEPT) changes this
+    /// library remembers (then read them all).
+    pub fn changed_since(&self, since: ChangeStamp) -> Option<Vec<u32>> {
+        self.changes.since(since)
     }
 
     /// The keys that are indexed, by name.
@@ -325,6 +341,9 @@ impl Library {
     /// Apply one operation. Callers validate first; applying an op that
     /// does not fit (a log replayed over a newer data file) is ignored.
     pub(crate) fn apply(&mut self, op: &Op) {
+        if let Some(entry) = op.entry() {
+            self.changes.record(entry);
+        }
         match op {
             Op::CreateEntry(id) => {
                 let i = *id as usize;
@@ -502,6 +521,7 @@ impl Library {
                 .map(KeyIndex::heap_bytes)
                 .sum::<usize>()
             + self.columns.heap_bytes()
+            + self.changes.heap_bytes()
     }
 
     /// The best-value column of `key` under `ranks`: the cached one, or

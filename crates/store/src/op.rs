@@ -76,6 +76,20 @@ pub(crate) fn read_value(r: &mut Reader<'_>) -> Result<Value, FormatError> {
 }
 
 impl Op {
+    /// The entry this operation changes, if it changes one.
+    pub fn entry(&self) -> Option<u32> {
+        match self {
+            Op::CreateEntry(id) | Op::DeleteEntry(id) => Some(*id),
+            Op::AddProp { entry, .. } | Op::DelProp { entry, .. } | Op::DelKey { entry, .. } => {
+                Some(*entry)
+            }
+            Op::CreateIndex(_)
+            | Op::DropIndex(_)
+            | Op::SaveCollection { .. }
+            | Op::DeleteCollection(_) => None,
+        }
+    }
+
     pub(crate) fn encode(&self, w: &mut Writer) {
         match self {
             Op::CreateEntry(id) => {

@@ -75,7 +75,7 @@ pub fn candidates(music: &Music, cat: &Catalog, id: &str) -> Result<Vec<Candidat
         let first_songs: Vec<&Song> = artist
             .albums
             .iter()
-            .filter_map(|&a| cat.albums[a].songs.first().map(|&n| &cat.songs[n]))
+            .filter_map(|&a| cat.albums[a].songs.first().map(|&n| &*cat.songs[n]))
             .collect();
         let mut out = artist_candidates(music, &first_songs);
         if let Some(song) = first_songs.first() {

@@ -231,8 +231,8 @@ mod tests {
             ("b/1.flac", "Bob", "Secret", "alone", "Jazz", 0),
         ]);
         // Folder 2 holds the second and third songs.
-        cat.songs[1].folder = 1;
-        cat.songs[2].folder = 1;
+        std::sync::Arc::make_mut(&mut cat.songs[1]).folder = 1;
+        std::sync::Arc::make_mut(&mut cat.songs[2]).folder = 1;
         cat
     }
 

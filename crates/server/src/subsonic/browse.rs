@@ -579,7 +579,7 @@ mod tests {
 
     fn song() -> Song {
         let cat = testlib::catalog(&[("A/x.flac", "Ann", "Both", "Duet", "Rock", 0)]);
-        let mut s = cat.songs[0].clone();
+        let mut s = (*cat.songs[0]).clone();
         s.artists = vec!["Ann".into(), "Bob".into()];
         s.display_artist = "Ann & Bob".into();
         s.genres = vec!["Rock".into(), "Jazz".into()];

@@ -37,7 +37,7 @@ fn node(c: &mut Ctx, f: &Found, entries: bool) -> Node {
         .s("owner", m3u::OWNER)
         .b("public", true)
         .b("readonly", true);
-    let songs: Vec<_> = songs.iter().map(|&s| &cat.songs[s]).collect();
+    let songs: Vec<_> = songs.iter().map(|&s| &*cat.songs[s]).collect();
     super::user::with_songs(c, n, &songs, (f.changed, f.changed), entries)
 }
 

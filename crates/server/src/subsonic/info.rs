@@ -79,7 +79,7 @@ pub(crate) fn top_songs(c: &mut Ctx) -> SyncResult {
         .iter()
         .filter(|s| access.sees_song(s))
         .filter(|s| key(&s.artist) == k || key(&s.album_artist) == k)
-        .filter_map(|s| plays.get(&key(&s.title)).map(|&n| (n, s)))
+        .filter_map(|s| plays.get(&key(&s.title)).map(|&n| (n, &**s)))
         .collect();
     songs.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.title.cmp(&b.1.title)));
     // One song per title: the same recording on several albums counts once.

@@ -119,7 +119,7 @@ pub(super) async fn album(
         let visible: Vec<&Song> = a
             .songs
             .iter()
-            .map(|&s| &cat.songs[s])
+            .map(|&s| &*cat.songs[s])
             .filter(|s| may_see(st, user, s))
             .collect();
         if visible.is_empty() {
@@ -197,7 +197,7 @@ fn song_for<'a>(cat: &'a Catalog, albums: &[usize], title: &str) -> Option<&'a S
     albums
         .iter()
         .flat_map(|&a| cat.albums[a].songs.iter())
-        .map(|&s| &cat.songs[s])
+        .map(|&s| &*cat.songs[s])
         .find(|s| normalise(&s.title) == want)
 }
 
