@@ -40,11 +40,18 @@ fn api_of(path: &str, query: Option<&str>) -> usize {
     let p = |prefix: &str| path.starts_with(prefix);
     if p("/rest/") {
         0
+    } else if let Some(r) = crate::lastfm::routes::find(path, query) {
+        // The Last.fm side's route table says which of its protocols.
+        if r.path == "/" || r.path.starts_with("/as12/") {
+            3
+        } else {
+            1
+        }
     } else if p("/2.0") || p("/api/auth") {
         1
     } else if p("/1/") {
         2
-    } else if p("/as12/") || (path == "/" && query.is_some_and(|q| q.contains("hs="))) {
+    } else if p("/as12/") {
         3
     } else if p("/ui/") || path == "/" {
         4
@@ -296,6 +303,9 @@ mod tests {
             ("/api/auth/", None, "lastfm"),
             ("/1/submit-listens", None, "listenbrainz"),
             ("/", Some("hs=true&p=1.2"), "audioscrobbler"),
+            ("/", Some("p=1.2&hs"), "audioscrobbler"),
+            // Not a handshake (the route table's rule, as the cluster's).
+            ("/", Some("ths=1"), "web"),
             ("/as12/submissions", None, "audioscrobbler"),
             ("/", None, "web"),
             ("/ui/chart/listens.svg", Some("period=7day"), "web"),
@@ -303,7 +313,7 @@ mod tests {
             ("/favicon.ico", None, "other"),
         ];
         for (path, q, want) in cases {
-            assert_eq!(APIS[api_of(path, q)], want, "{path}");
+            assert_eq!(APIS[api_of(path, q)], want, "{path}?{q:?}");
         }
     }
 
