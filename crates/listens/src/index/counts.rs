@@ -94,6 +94,66 @@ impl<K: Ord + Copy> Tally<K> for Sorted<K> {
     }
 }
 
+/// Plays per key of one span: a sorted vector while it holds few keys
+/// (most spans of most users, where a table per span cost more than its
+/// keys), a hash table once it holds more than [`SPAN_FEW`] (a heavy
+/// listener's span, where each new key would shift a long vector: a
+/// replay of a million listens of one user took twice as long).
+pub(super) enum Span<K> {
+    Few(Sorted<K>),
+    Many(IdMap<K, u32>),
+}
+
+/// The most keys a span keeps in a sorted vector.
+pub(super) const SPAN_FEW: usize = 256;
+
+impl<K> Default for Span<K> {
+    fn default() -> Self {
+        Span::Few(Sorted::default())
+    }
+}
+
+impl<K: Ord + Hash + Eq + Copy> Tally<K> for Span<K> {
+    fn bump(&mut self, k: K) {
+        match self {
+            Span::Few(s) => {
+                s.bump(k);
+                if s.len() > SPAN_FEW {
+                    let mut m = IdMap::with_capacity_and_hasher(s.len() * 2, Default::default());
+                    m.extend(s.0.drain(..));
+                    *self = Span::Many(m);
+                }
+            }
+            Span::Many(m) => m.bump(k),
+        }
+    }
+    fn drop_one(&mut self, k: K) {
+        match self {
+            Span::Few(s) => s.drop_one(k),
+            Span::Many(m) => m.drop_one(k),
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            Span::Few(s) => s.len(),
+            Span::Many(m) => IdMap::len(m),
+        }
+    }
+    fn each(&self, f: impl FnMut(K, u32)) {
+        match self {
+            Span::Few(s) => s.each(f),
+            Span::Many(m) => Tally::each(m, f),
+        }
+    }
+    fn from_pairs(pairs: Vec<(K, u32)>) -> Option<Self> {
+        if pairs.len() > SPAN_FEW {
+            IdMap::from_pairs(pairs).map(Span::Many)
+        } else {
+            Sorted::from_pairs(pairs).map(Span::Few)
+        }
+    }
+}
+
 /// The counters of all time (`Counts`) or of one span (`SpanCounts`).
 #[derive(Default)]
 pub(super) struct Counts<A = IdMap<ArtistK, u32>, P = IdMap<PairK, u32>> {
@@ -105,7 +165,7 @@ pub(super) struct Counts<A = IdMap<ArtistK, u32>, P = IdMap<PairK, u32>> {
 }
 
 /// One span's counters.
-pub(super) type SpanCounts = Counts<Sorted<ArtistK>, Sorted<PairK>>;
+pub(super) type SpanCounts = Counts<Span<ArtistK>, Span<PairK>>;
 
 impl<A: Tally<ArtistK>, P: Tally<PairK>> Counts<A, P> {
     /// Counts a listen credited to `artists` (distinct), of album `al`
@@ -173,5 +233,37 @@ mod tests {
             assert_eq!(x, y, "{kind:?}");
         }
         assert_eq!(day.listens, all.listens);
+    }
+
+    /// A span grows past [`SPAN_FEW`] keys into a table and counts as a
+    /// plain table does: bumps, drops to zero, and a round trip through
+    /// its pairs (the checkpoint's form).
+    #[test]
+    fn a_span_with_many_keys_counts_as_a_table_does() {
+        let mut span = Span::<u32>::default();
+        let mut want: IdMap<u32, u32> = IdMap::default();
+        for i in 0..5_000u32 {
+            let k = (i * 7919) % 1_000;
+            span.bump(k);
+            want.bump(k);
+            if i % 3 == 0 {
+                span.drop_one(k / 2);
+                want.drop_one(k / 2);
+            }
+        }
+        assert!(matches!(span, Span::Many(_)));
+        let pairs = |t: &dyn Fn(&mut dyn FnMut(u32, u32))| {
+            let mut v = Vec::new();
+            t(&mut |k, n| v.push((k, n)));
+            v.sort_unstable();
+            v
+        };
+        let got = pairs(&|f| span.each(f));
+        assert_eq!(got, pairs(&|f| Tally::each(&want, f)));
+        assert_eq!(span.len(), want.len());
+        let back = Span::from_pairs(got.clone()).unwrap();
+        assert_eq!(pairs(&|f| back.each(f)), got);
+        let few = Span::<u32>::from_pairs(vec![(3, 1), (1, 2)]).unwrap();
+        assert!(matches!(few, Span::Few(_)));
     }
 }
