@@ -252,17 +252,17 @@ mod tests {
             }
         }
         assert!(matches!(span, Span::Many(_)));
-        let pairs = |t: &dyn Fn(&mut dyn FnMut(u32, u32))| {
+        fn pairs<T: Tally<u32>>(t: &T) -> Vec<(u32, u32)> {
             let mut v = Vec::new();
-            t(&mut |k, n| v.push((k, n)));
+            t.each(|k, n| v.push((k, n)));
             v.sort_unstable();
             v
-        };
-        let got = pairs(&|f| span.each(f));
-        assert_eq!(got, pairs(&|f| Tally::each(&want, f)));
+        }
+        let got = pairs(&span);
+        assert_eq!(got, pairs(&want));
         assert_eq!(span.len(), want.len());
         let back = Span::from_pairs(got.clone()).unwrap();
-        assert_eq!(pairs(&|f| back.each(f)), got);
+        assert_eq!(pairs(&back), got);
         let few = Span::<u32>::from_pairs(vec![(3, 1), (1, 2)]).unwrap();
         assert!(matches!(few, Span::Few(_)));
     }
