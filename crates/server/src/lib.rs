@@ -85,6 +85,7 @@ pub mod throttle;
 pub mod tiered;
 pub mod tls;
 pub mod transcode;
+pub mod verb;
 pub mod web;
 pub mod xml;
 

@@ -13,42 +13,19 @@ use std::pin::Pin;
 use axum::extract::{FromRequestParts, Path, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{on, MethodFilter};
+use axum::routing::on;
 use axum::Router;
 
 use super::error::LbError;
 use super::{feedback, stats, Call, Reply};
 use crate::cluster::route::Class::{self, Local, Memory, Write};
 use crate::state::AppState;
+pub use crate::verb::Verb;
 use Auth::{MaybeToken, NoToken, Token};
 use Verb::{Get, Post};
 
 /// What a handler answers: a document, or the error to render.
 pub(crate) type Answer = Pin<Box<dyn Future<Output = Result<Reply, LbError>> + Send>>;
-
-/// The HTTP method of an endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verb {
-    /// GET, and HEAD (the same answer without its body).
-    Get,
-    Post,
-}
-
-impl Verb {
-    fn allows(self, method: &Method) -> bool {
-        match self {
-            Get => *method == Method::GET || *method == Method::HEAD,
-            Post => *method == Method::POST,
-        }
-    }
-
-    fn filter(self) -> MethodFilter {
-        match self {
-            Get => MethodFilter::GET,
-            Post => MethodFilter::POST,
-        }
-    }
-}
 
 /// Who may call an endpoint, with the handler that runs once the rule
 /// holds. Every answer is rate-limited first ([`dispatch`]).

@@ -19,39 +19,9 @@ use crate::state::AppState;
 
 use super::{activity, admin, charts, cover, forward, history, imports, library, mine};
 use super::{review, settings, setup};
+pub use crate::verb::Verb;
 use Auth::{Admin, Public, User};
 use Verb::{Get, Post};
-
-/// The method of a route. A `GET` route answers `HEAD` too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verb {
-    Get,
-    Post,
-}
-
-impl Verb {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Get => "GET",
-            Post => "POST",
-        }
-    }
-
-    /// Whether a request of `method` is one of this route's.
-    pub fn allows(self, method: &Method) -> bool {
-        match self {
-            Get => *method == Method::GET || *method == Method::HEAD,
-            Post => *method == Method::POST,
-        }
-    }
-
-    fn filter(self) -> MethodFilter {
-        match self {
-            Get => MethodFilter::GET,
-            Post => MethodFilter::POST,
-        }
-    }
-}
 
 /// A Subsonic role a route needs beyond a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
