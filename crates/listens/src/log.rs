@@ -167,18 +167,8 @@ impl GroupLog {
         }
         let (head, tail) = read_from(&file, start, len).map_err(io)?;
         let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-        let good_end =
-            read_log_from(&head, &tail, start, torn_window, visit).map_err(|e| match e {
-                ReadError::BadHeader { version } => OpenError::BadHeader {
-                    path: path.to_owned(),
-                    version,
-                },
-                ReadError::Damaged { offset, reason } => OpenError::Damaged {
-                    path: path.to_owned(),
-                    offset,
-                    reason,
-                },
-            })?;
+        let good_end = read_log_from(&head, &tail, start, torn_window, visit)
+            .map_err(|e| open_error(path, e))?;
         let truncated_bytes = len - good_end;
         if truncated_bytes > 0 {
             file.set_len(good_end).map_err(io)?;
@@ -209,19 +199,8 @@ impl GroupLog {
         if len >= HEADER_LEN {
             let (head, tail) = read_from(&file, start, len).map_err(io)?;
             version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-            read_log_from(&head, &tail, start, FRAMING.torn_window, visit).map_err(
-                |e| match e {
-                    ReadError::BadHeader { version } => OpenError::BadHeader {
-                        path: path.to_owned(),
-                        version,
-                    },
-                    ReadError::Damaged { offset, reason } => OpenError::Damaged {
-                        path: path.to_owned(),
-                        offset,
-                        reason,
-                    },
-                },
-            )?;
+            read_log_from(&head, &tail, start, FRAMING.torn_window, visit)
+                .map_err(|e| open_error(path, e))?;
         }
         let log = GroupLog::new(file);
         *lock(&log.version) = version;
@@ -506,6 +485,21 @@ pub(crate) fn read_log_from(
         }
     }
     Ok(base + at as u64)
+}
+
+/// What a damaged log is to the opener of the file at `path`.
+fn open_error(path: &Path, e: ReadError) -> OpenError {
+    match e {
+        ReadError::BadHeader { version } => OpenError::BadHeader {
+            path: path.to_owned(),
+            version,
+        },
+        ReadError::Damaged { offset, reason } => OpenError::Damaged {
+            path: path.to_owned(),
+            offset,
+            reason,
+        },
+    }
 }
 
 #[cfg(test)]
